@@ -1,0 +1,95 @@
+/* The YAML config (DESIGN.md 5): loading, validation, and the merged view the proxy runs on.
+ *
+ * The loader reports every error it finds, each as "FILE:LINE:COL: message" naming the key, and
+ * returns no config when there was any.  Unknown keys, wrong types and duplicate keys are errors
+ * at every level.  Defaults are filled in after validation. */
+#ifndef EGRESSD_ALLOWLIST_CONFIG_H
+#define EGRESSD_ALLOWLIST_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "allowlist/bound.h"
+#include "allowlist/cidr.h"
+
+#define ALLOW_DNS_HOST_ADDRS 16 /* most static addresses per dns.hosts entry */
+
+struct allow_hosts_entry {
+	char name[ALLOW_HOST_BUF];                   /* canonical name */
+	size_t naddrs;                               /* 1..ALLOW_DNS_HOST_ADDRS */
+	struct allow_cidr addrs[ALLOW_DNS_HOST_ADDRS]; /* each a full-length prefix (/32, /128) */
+};
+
+struct allow_dns_config {
+	char **servers;                   /* "IP" or "IP:PORT" / "[IPv6]:PORT"; empty: resolv.conf */
+	size_t nservers;
+	struct allow_hosts_entry *hosts;  /* dns.hosts, static answers checked first */
+	size_t nhosts;
+	struct allow_cidr *allow_addresses; /* exceptions to the always-denied ranges */
+	size_t nallow_addresses;
+	struct allow_cidr *deny_addresses;  /* further denied ranges */
+	size_t ndeny_addresses;
+	uint64_t timeout_ms;                /* default 5s */
+};
+
+struct allow_global_limits {
+	uint64_t max_clients;       /* maxClients, default 10000 */
+	uint64_t max_header_bytes;  /* maxHeaderBytes, default 65536 */
+	uint64_t max_headers;       /* maxHeaders (count), default 100 */
+	uint64_t header_timeout_ms; /* headerTimeout, default 10s */
+	uint64_t idle_timeout_ms;   /* idleTimeout, default 5m */
+	uint64_t connect_timeout_ms;/* connectTimeout, default 10s */
+	uint64_t shutdown_grace_ms; /* shutdownGrace, default 10s */
+};
+
+struct allow_session_config {
+	char *name;                  /* key under sessions: */
+	struct allow_bound bound;    /* merged: named bounds, then the inline bound */
+	struct allow_limits limits;  /* session limits (ALLOW_UNLIMITED where unset) */
+	char *token;                 /* auth.token, or the contents of auth.tokenFile; NULL = none */
+	struct allow_cidr *clients;  /* source addresses that select this session */
+	size_t nclients;
+	int inspect;                 /* tls inspection on (reserved; always 0 for now) */
+};
+
+struct allow_config {
+	char *path;                      /* the file it came from */
+	char **listen_proxy;             /* listen.proxy: "HOST:PORT" strings, at least one */
+	size_t nlisten_proxy;
+	char *listen_control;            /* listen.control or NULL */
+	char *listen_metrics;            /* listen.metrics or NULL */
+	struct allow_dns_config dns;
+	struct allow_global_limits limits;
+	char *audit_path;                /* audit.path; "-" = standard output; default "audit.jsonl" */
+	int audit_chain;                 /* audit.chain: add "prev" hashes */
+	struct allow_session_config *sessions; /* in file order */
+	size_t nsessions;
+};
+
+/* A list of error lines, each "FILE:LINE:COL: message" (or "FILE: message"). */
+struct allow_errors {
+	char **lines;
+	size_t n;
+};
+void allow_errors_free(struct allow_errors *e);
+
+/* Loads and validates path.  Returns the config (caller frees with allow_config_free), or NULL
+ * with every error appended to errs.  Relative paths in the config (tokenFile) are taken relative
+ * to the config file's folder. */
+struct allow_config *allow_config_load(const char *path, struct allow_errors *errs);
+
+/* The same from a buffer; `name` stands for the file name in error messages. */
+struct allow_config *allow_config_load_buffer(const char *name, const char *buf, size_t len,
+	struct allow_errors *errs);
+
+void allow_config_free(struct allow_config *cfg);
+
+/* The session named name, or NULL. */
+const struct allow_session_config *allow_config_session(const struct allow_config *cfg,
+	const char *name);
+
+/* Prints each session's merged bound and limits, as `egressd check` shows them. */
+void allow_config_print(const struct allow_config *cfg, FILE *out);
+
+#endif

@@ -1,0 +1,36 @@
+/* Policy decisions: pure functions of (bound, canonical destination, action). */
+#ifndef EGRESSD_ALLOWLIST_POLICY_H
+#define EGRESSD_ALLOWLIST_POLICY_H
+
+#include "allowlist/bound.h"
+#include "allowlist/host.h"
+
+enum allow_reason {
+	ALLOW_OK = 0,              /* allowed */
+	ALLOW_HOST_NOT_ALLOWED,    /* host-not-allowed: no allowDomains entry names it */
+	ALLOW_HOST_DENIED,         /* host-denied: a domains entry names it */
+	ALLOW_PORT_NOT_ALLOWED,    /* port-not-allowed: the host is allowed on other ports */
+	ALLOW_ACTION_DENIED,       /* action-denied: the bound's actions deny it */
+	ALLOW_IP_LITERAL,          /* ip-literal: an IP literal no allow entry names */
+};
+
+/* "host-not-allowed", ... as in DESIGN.md section 6; "allow" for ALLOW_OK. */
+const char *allow_reason_code(enum allow_reason r);
+
+struct allow_decision {
+	enum allow_reason reason; /* ALLOW_OK or why not */
+	char rule[320];           /* the rule that decided: "domains: evil.test",
+	                             "allowDomains: **.github.com", "actions: git:push",
+	                             "allowDomains (no entry matches)"; empty when none applies */
+	char hint[320];           /* what would allow it: "add \"x.test\" to allowDomains of session
+	                             default" style text, without the session name; empty on allow */
+};
+
+/* Decides d under bound b for the leaf tags in `action` (0 = host only, as for CONNECT):
+ * deny patterns, then allow patterns, then the port, then the action.  A bound with no
+ * allowDomains allows every host its deny list does not name; IP literals pass only where an
+ * allow entry names that address or a CIDR containing it (and never without allowDomains). */
+void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsigned action,
+	struct allow_decision *out);
+
+#endif
