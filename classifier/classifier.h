@@ -27,4 +27,8 @@ int cls_classify(const char *line, size_t len, struct cls_result *result);
 
 void cls_result_free(struct cls_result *result);
 
+/* `egressd classify ...` (argv[0] is "classify"): prints the answer, returns the exit status
+ * (0 allow, 1 deny, 2 refused or usage error). */
+int cls_cli_main(int argc, char **argv);
+
 #endif
