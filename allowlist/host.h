@@ -57,4 +57,9 @@ enum allow_canon_err allow_canon_host(const char *in, size_t len, struct allow_d
 enum allow_canon_err allow_canon_authority(const char *in, size_t len, uint16_t default_port,
 	struct allow_dest *out);
 
+/* Parses a port as written after ':' in an authority or a pattern: 1 to 5 decimal digits, value
+ * 1-65535, and no leading zero (so "0080" is refused: the canonical form of a port is unique).
+ * Returns 0 with *port set, or -1 (*port untouched). */
+int allow_port_parse(const char *in, size_t len, uint16_t *port);
+
 #endif
