@@ -11,4 +11,16 @@
  * needs (excluding the NUL), like snprintf: a result >= cap means it was cut. */
 size_t audit_json_escape(char *dst, size_t cap, const char *s, size_t len);
 
+/* Length (1-4) of the valid UTF-8 sequence at s[0..len), or 0 when s starts with a byte that does
+ * not begin one (a stray continuation, an overlong form, a surrogate, > U+10FFFF, a cut
+ * sequence) or len is 0.  ASCII, controls included, counts as valid (length 1). */
+size_t audit_utf8_valid_len(const unsigned char *s, size_t len);
+
+/* Checks that line[0..len) (no newline) is one JSON object (RFC 8259, strings valid UTF-8, at
+ * most 32 levels deep).  On success returns 0 and points *prev and *prevlen at the raw text of its
+ * top-level "prev" string (NULL/0 when absent); the pointers are into line.  On failure returns
+ * -1 with a static English reason in *why. */
+int audit_json_check_object(const char *line, size_t len, const char **prev, size_t *prevlen,
+	const char **why);
+
 #endif
