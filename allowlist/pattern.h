@@ -30,6 +30,9 @@ struct allow_set;
 struct allow_set *allow_set_new(enum allow_set_kind kind);
 void allow_set_free(struct allow_set *set);
 
+/* The kind the set was created with. */
+enum allow_set_kind allow_set_get_kind(const struct allow_set *set);
+
 /* Adds one pattern as written in the config.  Returns 0; or -1 with a reason in err ("a
  * wildcard must be a whole leading label", "'*.com' is a public suffix alone", ...), the set
  * unchanged.  Adding a pattern equal to one already there is not an error. */
