@@ -1,0 +1,109 @@
+/* Policy decisions (DESIGN.md 3 step 4, 4.5, 6).  Pure: the same inputs give the same answer. */
+#include "allowlist/policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "allowlist/tags.h"
+
+const char *allow_reason_code(enum allow_reason r)
+{
+	switch (r) {
+	case ALLOW_OK:
+		return "allow";
+	case ALLOW_HOST_NOT_ALLOWED:
+		return "host-not-allowed";
+	case ALLOW_HOST_DENIED:
+		return "host-denied";
+	case ALLOW_PORT_NOT_ALLOWED:
+		return "port-not-allowed";
+	case ALLOW_ACTION_DENIED:
+		return "action-denied";
+	case ALLOW_IP_LITERAL:
+		return "ip-literal";
+	}
+	return "unknown";
+}
+
+/* The allowDomains entry that would admit d exactly: the host alone when the port is one a
+ * portless pattern covers (unless with_port), else with its port (IPv6 then in brackets, as
+ * patterns need). */
+static void entry_for(const struct allow_dest *d, int with_port, char *buf, size_t cap)
+{
+	if (!with_port && (d->port == 80 || d->port == 443))
+		snprintf(buf, cap, "%s", d->host);
+	else if (d->kind == ALLOW_HOST_IPV6)
+		snprintf(buf, cap, "[%s]:%u", d->host, (unsigned)d->port);
+	else
+		snprintf(buf, cap, "%s:%u", d->host, (unsigned)d->port);
+}
+
+static void deny(struct allow_decision *out, enum allow_reason r, const char *rule_prefix,
+	const char *rule, const char *hint_verb, const char *hint_what, const char *hint_where)
+{
+	out->reason = r;
+	snprintf(out->rule, sizeof out->rule, "%s%s", rule_prefix, rule);
+	snprintf(out->hint, sizeof out->hint, "%s \"%s\" %s", hint_verb, hint_what, hint_where);
+}
+
+void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsigned action,
+	struct allow_decision *out)
+{
+	const char *rule = NULL;
+	char entry[ALLOW_HOST_BUF + 16];
+	memset(out, 0, sizeof *out);
+	out->reason = ALLOW_OK;
+
+	/* Deny wins over allow.  A deny entry for other ports only is no match here. */
+	if (b->deny != NULL && allow_set_match(b->deny, d, &rule) == ALLOW_MATCH_YES) {
+		deny(out, ALLOW_HOST_DENIED, "domains: ", rule, "remove", rule, "from domains");
+		return;
+	}
+
+	int literal = d->kind != ALLOW_HOST_NAME;
+	enum allow_match m = ALLOW_MATCH_NONE;
+	rule = NULL;
+	if (b->allow != NULL)
+		m = allow_set_match(b->allow, d, &rule);
+	if (m == ALLOW_MATCH_PORT) {
+		/* The host has an entry, for other ports: name that entry so the reader sees why. */
+		entry_for(d, 1, entry, sizeof entry);
+		deny(out, ALLOW_PORT_NOT_ALLOWED, "allowDomains: ", rule, "add", entry,
+			"to allowDomains");
+		return;
+	}
+	entry_for(d, 0, entry, sizeof entry);
+	if (m == ALLOW_MATCH_NONE && literal) {
+		deny(out, ALLOW_IP_LITERAL, "", b->allow != NULL ?
+			"allowDomains (no entry names this address)" : "no allowDomains (IP literals need an entry)",
+			"add", entry, "to allowDomains");
+		return;
+	}
+	if (m == ALLOW_MATCH_NONE && b->allow != NULL) {
+		deny(out, ALLOW_HOST_NOT_ALLOWED, "", "allowDomains (no entry matches)", "add", entry,
+			"to allowDomains");
+		return;
+	}
+
+	unsigned hit = action & b->deny_actions;
+	if (hit != 0) {
+		unsigned bit = hit & (~hit + 1); /* the lowest, so the answer does not vary */
+		const char *name = allow_tag_name(bit);
+		unsigned group = (bit & ALLOW_TAGS_READ) ? ALLOW_TAGS_READ : ALLOW_TAGS_WRITE;
+		/* deny_actions holds leaves only, so a config that said "write" or "all" shows up as
+		 * a whole group: name the parent too, since removing the leaf alone is impossible. */
+		const char *parent = (b->deny_actions & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all" :
+			(b->deny_actions & group) == group ? (group == ALLOW_TAGS_READ ? "read" : "write") :
+			NULL;
+		out->reason = ALLOW_ACTION_DENIED;
+		snprintf(out->rule, sizeof out->rule, "actions: %s", name);
+		if (parent != NULL)
+			snprintf(out->hint, sizeof out->hint,
+				"remove \"%s\" (or \"%s\", which covers it) from actions", name, parent);
+		else
+			snprintf(out->hint, sizeof out->hint, "remove \"%s\" from actions", name);
+		return;
+	}
+	if (rule != NULL)
+		snprintf(out->rule, sizeof out->rule, "allowDomains: %s", rule);
+}
