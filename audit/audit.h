@@ -11,6 +11,13 @@
 
 #define AUDIT_EXTRA_MAX 4
 
+/* The longest line audit_write produces, newline included: longer string fields are cut and end
+ * in "\u2026truncated" (the character itself, not the escape). */
+#define AUDIT_LINE_MAX 65536
+/* How many bytes of formatted lines are kept while writes fail; a record that does not fit is
+ * refused (-1) and counted by audit_dropped(), without a seq and outside the chain. */
+#define AUDIT_PENDING_MAX (1024 * 1024)
+
 struct audit_rec {
 	const char *event;      /* start, config, session, request, connect, close, classify, stop */
 	uint64_t conn;          /* connection id; 0 = absent */
@@ -54,8 +61,11 @@ int audit_write(struct audit_log *log, const struct audit_rec *rec);
 /* Reopens the file (after rotation: SIGUSR1).  0 or -1. */
 int audit_reopen(struct audit_log *log);
 
-/* Last write error text, or NULL. */
+/* Last write error text, or NULL.  Cleared when a later write leaves nothing pending. */
 const char *audit_last_error(const struct audit_log *log);
+
+/* Records refused since audit_open because AUDIT_PENDING_MAX bytes were already waiting. */
+uint64_t audit_dropped(const struct audit_log *log);
 
 /* Flushes and closes; NULL is ignored. */
 void audit_close(struct audit_log *log);

@@ -1,0 +1,583 @@
+/* The audit log as a reader of the file sees it: exact key order and values, seq, ts format,
+ * omitted fields, the hash chain and audit_verify, reopen after rotation, write failures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "audit/json.h"
+
+#define MAX_LINES 64
+
+struct lines {
+	char *buf;             /* the whole file */
+	size_t len;            /* its length */
+	size_t n;              /* lines found */
+	char *line[MAX_LINES]; /* NUL-terminated lines (newline removed) */
+};
+
+static char tmpdir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	memcpy(tmpdir, "/tmp/egressd-audit-XXXXXX", 26);
+	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void tpath(char *out, size_t cap, const char *name)
+{
+	snprintf(out, cap, "%s/%s", tmpdir, name);
+}
+
+static void read_lines(const char *path, struct lines *l)
+{
+	memset(l, 0, sizeof *l);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	size_t cap = 1 << 20;
+	l->buf = malloc(cap + 1);
+	assert_non_null(l->buf);
+	l->len = fread(l->buf, 1, cap, f);
+	fclose(f);
+	l->buf[l->len] = '\0';
+	char *p = l->buf;
+	while (p < l->buf + l->len) {
+		char *nl = memchr(p, '\n', (size_t)(l->buf + l->len - p));
+		assert_non_null(nl); /* every line ends in a newline */
+		*nl = '\0';
+		assert_true(l->n < MAX_LINES);
+		l->line[l->n++] = p;
+		p = nl + 1;
+	}
+}
+
+static void free_lines(struct lines *l)
+{
+	free(l->buf);
+}
+
+static void sha256_hex(const char *s, size_t len, char *hex)
+{
+	unsigned char d[32];
+	unsigned int dl = 0;
+	assert_int_equal(EVP_Digest(s, len, d, &dl, EVP_sha256(), NULL), 1);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+/* The text of line after its ts: checks the ts (format and that it is now) and returns the rest,
+ * starting at ",\"seq\"". */
+static const char *after_ts(const char *line)
+{
+	regex_t re;
+	assert_int_equal(regcomp(&re,
+				 "^\\{\"ts\":\"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):"
+				 "([0-9]{2})\\.[0-9]{3}Z\",\"seq\":",
+				 REG_EXTENDED),
+		0);
+	regmatch_t m[7];
+	int rc = regexec(&re, line, 7, m, 0);
+	regfree(&re);
+	if (rc != 0) {
+		print_error("bad ts in %s\n", line);
+		fail();
+	}
+	struct tm tm = {0};
+	tm.tm_year = atoi(line + m[1].rm_so) - 1900;
+	tm.tm_mon = atoi(line + m[2].rm_so) - 1;
+	tm.tm_mday = atoi(line + m[3].rm_so);
+	tm.tm_hour = atoi(line + m[4].rm_so);
+	tm.tm_min = atoi(line + m[5].rm_so);
+	tm.tm_sec = atoi(line + m[6].rm_so);
+	time_t t = timegm(&tm);
+	time_t now = time(NULL);
+	/* UTC, not local time: the stamp is within seconds of now. */
+	assert_true(t <= now && t >= now - 10);
+	return strstr(line, ",\"seq\":");
+}
+
+static void full_record(struct audit_rec *r)
+{
+	audit_rec_init(r);
+	r->event = "connect";
+	r->conn = 42;
+	r->session = "default";
+	r->client = "127.0.0.1:50000";
+	r->method = "CONNECT";
+	r->host = "origin.test";
+	r->port = 443;
+	r->path = "/a";
+	r->action = "git:fetch";
+	r->decision = "allow";
+	r->reason = "allowed";
+	r->rule = "allowDomains: origin.test";
+	r->addr = "127.0.0.1:443";
+	r->status = 200;
+	r->bytes_out = 0;
+	r->bytes_in = 1234567890123;
+	r->duration_ms = 15;
+	r->end = "client-eof";
+	r->extra[0].key = "version";
+	r->extra[0].value = "0.1.0";
+	r->extra[1].key = "error";
+	r->extra[1].value = "none";
+}
+
+static void test_key_order_values_and_omission(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tpath(path, sizeof path, "order.jsonl");
+	struct audit_log *log = audit_open(path, 0, err, sizeof err);
+	assert_non_null(log);
+
+	struct audit_rec r;
+	full_record(&r);
+	assert_int_equal(audit_write(log, &r), 0);
+
+	audit_rec_init(&r);
+	r.event = "stop";
+	assert_int_equal(audit_write(log, &r), 0);
+
+	/* conn 0 and status -1 are absent; port 0 is a value.  Escaping applies to values. */
+	audit_rec_init(&r);
+	r.event = "request";
+	r.host = "a\"b\n\xff.test";
+	r.port = 0;
+	r.conn = 0;
+	r.status = -1;
+	r.extra[0].key = "note";
+	r.extra[0].value = NULL; /* skipped, the list goes on */
+	r.extra[1].key = "prev"; /* a reserved key: skipped */
+	r.extra[1].value = "forged";
+	r.extra[2].key = "k";
+	r.extra[2].value = "v";
+	assert_int_equal(audit_write(log, &r), 0);
+	assert_null(audit_last_error(log));
+	audit_close(log);
+
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(after_ts(l.line[0]),
+		",\"seq\":1,\"event\":\"connect\",\"conn\":42,\"session\":\"default\","
+		"\"client\":\"127.0.0.1:50000\",\"method\":\"CONNECT\",\"host\":\"origin.test\","
+		"\"port\":443,\"path\":\"/a\",\"action\":\"git:fetch\",\"decision\":\"allow\","
+		"\"reason\":\"allowed\",\"rule\":\"allowDomains: origin.test\","
+		"\"addr\":\"127.0.0.1:443\",\"status\":200,\"bytes_out\":0,"
+		"\"bytes_in\":1234567890123,\"duration_ms\":15,\"end\":\"client-eof\","
+		"\"version\":\"0.1.0\",\"error\":\"none\"}");
+	assert_string_equal(after_ts(l.line[1]), ",\"seq\":2,\"event\":\"stop\"}");
+	assert_string_equal(after_ts(l.line[2]),
+		",\"seq\":3,\"event\":\"request\",\"host\":\"a\\\"b\\n\xef\xbf\xbd.test\","
+		"\"port\":0,\"k\":\"v\"}");
+	free_lines(&l);
+
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+static void test_seq_counts_and_appends(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tpath(path, sizeof path, "seq.jsonl");
+	/* An existing file is appended to, never truncated. */
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"old\":1}\n", f);
+	fclose(f);
+
+	struct audit_log *log = audit_open(path, 0, err, sizeof err);
+	assert_non_null(log);
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "request";
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(audit_write(log, &r), 0);
+	audit_close(log);
+
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, 21);
+	assert_string_equal(l.line[0], "{\"old\":1}");
+	for (int i = 1; i <= 20; i++) {
+		char want[64];
+		snprintf(want, sizeof want, ",\"seq\":%d,\"event\":\"request\"}", i);
+		assert_string_equal(after_ts(l.line[i]), want);
+		/* Not chained: no prev. */
+		assert_null(strstr(l.line[i], "prev"));
+	}
+	free_lines(&l);
+}
+
+static void write_n(struct audit_log *log, int n, const char *host)
+{
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "connect";
+	r.host = host;
+	r.decision = "allow";
+	for (int i = 0; i < n; i++)
+		assert_int_equal(audit_write(log, &r), 0);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static void test_chain_and_verify(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tpath(path, sizeof path, "chain.jsonl");
+	struct audit_log *log = audit_open(path, 1, err, sizeof err);
+	assert_non_null(log);
+	write_n(log, 5, "origin.test");
+	audit_close(log);
+
+	assert_int_equal(audit_verify(path, err, sizeof err), 0);
+
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, 5);
+	/* The first line of a new file has no prev; each next one names the line before. */
+	assert_null(strstr(l.line[0], "\"prev\""));
+	for (size_t i = 1; i < l.n; i++) {
+		char hex[65], want[80];
+		sha256_hex(l.line[i - 1], strlen(l.line[i - 1]), hex);
+		snprintf(want, sizeof want, ",\"prev\":\"%s\"}", hex);
+		const char *p = strstr(l.line[i], ",\"prev\":");
+		assert_non_null(p);
+		assert_string_equal(p, want); /* prev is the last key */
+	}
+
+	/* One changed byte in line 3 breaks the link from line 4. */
+	char tampered[8192];
+	size_t tlen = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		size_t n = strlen(l.line[i]);
+		memcpy(tampered + tlen, l.line[i], n);
+		if (i == 2) {
+			char *h = memmem(tampered + tlen, n, "origin.test", 11);
+			assert_non_null(h);
+			h[0] = 'O';
+		}
+		tlen += n;
+		tampered[tlen++] = '\n';
+	}
+	char bad[128];
+	tpath(bad, sizeof bad, "tampered.jsonl");
+	write_file(bad, tampered, tlen);
+	assert_int_equal(audit_verify(bad, err, sizeof err), 1);
+	assert_non_null(strstr(err, "line 4:"));
+
+	/* Line 3 deleted: line 4 (now the third) no longer names its predecessor. */
+	tlen = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		if (i == 2)
+			continue;
+		size_t n = strlen(l.line[i]);
+		memcpy(tampered + tlen, l.line[i], n);
+		tlen += n;
+		tampered[tlen++] = '\n';
+	}
+	write_file(bad, tampered, tlen);
+	assert_int_equal(audit_verify(bad, err, sizeof err), 1);
+	assert_non_null(strstr(err, "line 3:"));
+
+	/* Two lines swapped. */
+	tlen = 0;
+	static const int order[] = {0, 2, 1, 3, 4};
+	for (size_t i = 0; i < l.n; i++) {
+		size_t n = strlen(l.line[order[i]]);
+		memcpy(tampered + tlen, l.line[order[i]], n);
+		tlen += n;
+		tampered[tlen++] = '\n';
+	}
+	write_file(bad, tampered, tlen);
+	assert_int_equal(audit_verify(bad, err, sizeof err), 1);
+	assert_non_null(strstr(err, "line 2:"));
+
+	/* A cut last line (a crash mid-write). */
+	tlen = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		size_t n = strlen(l.line[i]);
+		memcpy(tampered + tlen, l.line[i], n);
+		tlen += n;
+		tampered[tlen++] = '\n';
+	}
+	write_file(bad, tampered, tlen - 10);
+	assert_int_equal(audit_verify(bad, err, sizeof err), 1);
+	assert_non_null(strstr(err, "line 5:"));
+
+	/* Not JSON. */
+	write_file(bad, "{\"a\":1}\nnot json\n", 17);
+	assert_int_equal(audit_verify(bad, err, sizeof err), 1);
+	assert_non_null(strstr(err, "line 2:"));
+
+	/* Unreadable. */
+	tpath(bad, sizeof bad, "missing.jsonl");
+	assert_int_equal(audit_verify(bad, err, sizeof err), -1);
+	free_lines(&l);
+}
+
+static void test_chain_continues_when_appending(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tpath(path, sizeof path, "append.jsonl");
+	struct audit_log *log = audit_open(path, 1, err, sizeof err);
+	assert_non_null(log);
+	write_n(log, 3, "origin.test");
+	audit_close(log);
+
+	/* A restarted process: seq starts again at 1, the chain goes on from the file. */
+	log = audit_open(path, 1, err, sizeof err);
+	assert_non_null(log);
+	write_n(log, 2, "other.test");
+	audit_close(log);
+
+	assert_int_equal(audit_verify(path, err, sizeof err), 0);
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, 5);
+	assert_non_null(strstr(l.line[3], ",\"seq\":1,"));
+	assert_non_null(strstr(l.line[3], "\"prev\":"));
+	free_lines(&l);
+
+	/* A file whose last line was cut: the new line starts on its own line; verify then
+	 * reports the cut line. */
+	tpath(path, sizeof path, "cut.jsonl");
+	write_file(path, "{\"a\":1}\n{\"b\":", 13);
+	log = audit_open(path, 1, err, sizeof err);
+	assert_non_null(log);
+	write_n(log, 1, "origin.test");
+	audit_close(log);
+	read_lines(path, &l);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(l.line[1], "{\"b\":");
+	assert_non_null(strstr(l.line[2], "\"prev\":"));
+	free_lines(&l);
+	assert_int_equal(audit_verify(path, err, sizeof err), 1);
+	assert_non_null(strstr(err, "line 2:"));
+}
+
+static void test_reopen_after_rename(void **state)
+{
+	(void)state;
+	char path[128], rotated[128], err[256];
+	tpath(path, sizeof path, "rot.jsonl");
+	tpath(rotated, sizeof rotated, "rot.jsonl.1");
+	struct audit_log *log = audit_open(path, 1, err, sizeof err);
+	assert_non_null(log);
+	write_n(log, 2, "before.test");
+	assert_int_equal(rename(path, rotated), 0);
+	/* Until the reopen, lines still go to the renamed file. */
+	write_n(log, 1, "before.test");
+	assert_int_equal(audit_reopen(log), 0);
+	write_n(log, 2, "after.test");
+	audit_close(log);
+
+	struct lines a, b;
+	read_lines(rotated, &a);
+	read_lines(path, &b);
+	assert_int_equal(a.n, 3);
+	assert_int_equal(b.n, 2);
+	assert_non_null(strstr(b.line[0], "after.test"));
+	assert_non_null(strstr(b.line[0], ",\"seq\":4,"));
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	/* Each file verifies on its own, and joined in order they are one chain. */
+	assert_int_equal(audit_verify(rotated, err, sizeof err), 0);
+	assert_int_equal(audit_verify(path, err, sizeof err), 0);
+	char hex[65], want[80];
+	sha256_hex(a.line[2], strlen(a.line[2]), hex);
+	snprintf(want, sizeof want, ",\"prev\":\"%s\"}", hex);
+	assert_string_equal(strstr(b.line[0], ",\"prev\":"), want);
+	free_lines(&a);
+	free_lines(&b);
+}
+
+static void test_failed_write_is_kept_and_retried(void **state)
+{
+	(void)state;
+	char link[128], real[128], err[256];
+	tpath(link, sizeof link, "log.jsonl");
+	tpath(real, sizeof real, "real.jsonl");
+	assert_int_equal(symlink("/dev/full", link), 0);
+	struct audit_log *log = audit_open(link, 1, err, sizeof err);
+	assert_non_null(log);
+
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "connect";
+	r.host = "lost.test";
+	assert_int_equal(audit_write(log, &r), -1);
+	const char *e = audit_last_error(log);
+	assert_non_null(e);
+	assert_non_null(strstr(e, strerror(ENOSPC)));
+	r.host = "lost2.test";
+	assert_int_equal(audit_write(log, &r), -1);
+
+	/* The disk "recovers": the pending lines come first, in order, chained. */
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(symlink("real.jsonl", link), 0);
+	assert_int_equal(audit_reopen(log), 0);
+	r.host = "kept.test";
+	assert_int_equal(audit_write(log, &r), 0);
+	assert_null(audit_last_error(log));
+	assert_int_equal(audit_dropped(log), 0);
+	audit_close(log);
+
+	struct lines l;
+	read_lines(real, &l);
+	assert_int_equal(l.n, 3);
+	assert_non_null(strstr(l.line[0], ",\"seq\":1,\"event\":\"connect\",\"host\":\"lost.test\""));
+	assert_non_null(strstr(l.line[1], ",\"seq\":2,\"event\":\"connect\",\"host\":\"lost2.test\""));
+	assert_non_null(strstr(l.line[2], ",\"seq\":3,\"event\":\"connect\",\"host\":\"kept.test\""));
+	free_lines(&l);
+	assert_int_equal(audit_verify(real, err, sizeof err), 0);
+}
+
+static void test_long_fields_are_cut(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tpath(path, sizeof path, "long.jsonl");
+	struct audit_log *log = audit_open(path, 1, err, sizeof err);
+	assert_non_null(log);
+
+	size_t big = 100 * 1024;
+	char *longpath = malloc(big + 1);
+	char *longrule = malloc(big + 1);
+	assert_non_null(longpath);
+	assert_non_null(longrule);
+	/* Quotes double in size when escaped: the cut must still land on whole escapes. */
+	for (size_t i = 0; i < big; i++) {
+		longpath[i] = (char)(i % 7 == 0 ? '"' : 'p');
+		longrule[i] = 'r';
+	}
+	longpath[big] = longrule[big] = '\0';
+
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "request";
+	r.path = longpath;
+	r.rule = longrule;
+	r.status = 403;
+	r.end = "done";
+	r.extra[0].key = "error";
+	r.extra[0].value = longrule;
+	assert_int_equal(audit_write(log, &r), 0);
+	write_n(log, 1, "next.test");
+	audit_close(log);
+	free(longpath);
+	free(longrule);
+
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, 2);
+	size_t len = strlen(l.line[0]);
+	assert_true(len + 1 <= AUDIT_LINE_MAX);
+	assert_true(len > AUDIT_LINE_MAX / 2); /* cut, not dropped */
+	const char *prev, *why;
+	size_t prevlen;
+	assert_int_equal(audit_json_check_object(l.line[0], len, &prev, &prevlen, &why), 0);
+	/* The path is cut with the marker; the fields after it are still there. */
+	assert_non_null(strstr(l.line[0], "\xe2\x80\xa6truncated\",\"rule\":\"rrr"));
+	assert_non_null(strstr(l.line[0], "\xe2\x80\xa6truncated\",\"status\":403,\"end\":\"done\","
+					  "\"error\":\"rrr"));
+	assert_int_equal(audit_verify(path, err, sizeof err), 0);
+	free_lines(&l);
+}
+
+static void test_stdout(void **state)
+{
+	(void)state;
+	char path[128], err[256];
+	tpath(path, sizeof path, "stdout.jsonl");
+	fflush(stdout);
+	int saved = dup(1);
+	assert_true(saved != -1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd != -1);
+	assert_int_equal(dup2(fd, 1), 1);
+	close(fd);
+
+	struct audit_log *log = audit_open("-", 0, err, sizeof err);
+	int ok = log != NULL;
+	if (ok) {
+		write_n(log, 2, "out.test");
+		ok = audit_reopen(log) == 0;
+		audit_close(log);
+	}
+	/* audit_close must not have closed fd 1. */
+	int still_open = fcntl(1, F_GETFD) != -1;
+	dup2(saved, 1);
+	close(saved);
+	assert_true(ok);
+	assert_true(still_open);
+
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, 2);
+	assert_non_null(strstr(l.line[1], ",\"seq\":2,\"event\":\"connect\",\"host\":\"out.test\""));
+	free_lines(&l);
+}
+
+static void test_open_errors(void **state)
+{
+	(void)state;
+	char err[256] = "";
+	assert_null(audit_open("/nonexistent-egressd-dir/audit.jsonl", 0, err, sizeof err));
+	assert_non_null(strstr(err, "/nonexistent-egressd-dir/audit.jsonl"));
+	assert_non_null(strstr(err, strerror(ENOENT)));
+	audit_close(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_key_order_values_and_omission),
+		cmocka_unit_test(test_seq_counts_and_appends),
+		cmocka_unit_test(test_chain_and_verify),
+		cmocka_unit_test(test_chain_continues_when_appending),
+		cmocka_unit_test(test_reopen_after_rename),
+		cmocka_unit_test(test_failed_write_is_kept_and_retried),
+		cmocka_unit_test(test_long_fields_are_cut),
+		cmocka_unit_test(test_stdout),
+		cmocka_unit_test(test_open_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
