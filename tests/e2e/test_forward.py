@@ -1,0 +1,235 @@
+"""Plain HTTP forwarding: methods, bodies (Content-Length and chunked), Host, hop-by-hop
+headers, keep-alive to the client and connection reuse upstream."""
+
+import hashlib
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (Conn, base_config, basic_auth, check, check_audit_log, check_eq,  # noqa
+                     pattern_sha256, run_cases, run_curl)
+
+HOP_BY_HOP = ["connection", "proxy-connection", "proxy-authorization", "keep-alive", "te",
+              "trailer", "upgrade"]
+
+
+def start(h, sessions=None):
+    origin = h.origin()
+    e = h.egressd(base_config({"origin.test": ["127.0.0.1"]}, sessions=sessions))
+    return origin, e
+
+
+def finish(e):
+    """Clean stop: exit 0 and a well-formed audit log; returns the records."""
+    check_eq(e.stop(), 0, "egressd exit code after SIGTERM")
+    recs = e.audit()
+    check_audit_log(recs)
+    return recs
+
+
+def proxy(e):
+    return "http://127.0.0.1:%d" % e.port
+
+
+def body_file(h, n, name="body.bin"):
+    data = os.urandom(n)
+    path = os.path.join(h.tmp, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path, data
+
+
+def echo_of(r):
+    check(r.returncode == 0, "curl failed (%d): %s" % (r.returncode, r.stderr.decode()))
+    return json.loads(r.stdout.decode())
+
+
+def case_get(h):
+    origin, e = start(h)
+    url = "http://origin.test:%d/hello?x=1" % origin.port
+    info = echo_of(run_curl(["-x", proxy(e), url]))
+    check_eq(info["method"], "GET", "method the origin saw")
+    check_eq(info["path"], "/hello?x=1", "request target the origin saw (origin-form)")
+    check_eq(info["host"], "origin.test:%d" % origin.port, "Host the origin saw")
+    recs = finish(e)
+    reqs = [r for r in recs if r["event"] == "request"]
+    check_eq(len(reqs), 1, "request records")
+    r = reqs[0]
+    for k, v in (("method", "GET"), ("host", "origin.test"), ("port", origin.port),
+                 ("path", "/hello?x=1"), ("action", "http:read"), ("decision", "allow"),
+                 ("session", "default"), ("addr", "127.0.0.1:%d" % origin.port)):
+        check_eq(r.get(k), v, "request record field %s" % k)
+    check(r.get("client", "").startswith("127.0.0.1:"), "request record client: %r" % r)
+
+
+def case_post_content_length(h):
+    origin, e = start(h)
+    path, data = body_file(h, 300 * 1024)
+    url = "http://origin.test:%d/upload" % origin.port
+    info = echo_of(run_curl(["-x", proxy(e), "--data-binary", "@" + path,
+                             "-H", "Content-Type: application/octet-stream", url]))
+    check_eq(info["method"], "POST", "method")
+    check_eq(info["chunked"], False, "origin got a chunked body")
+    check_eq(info["body_len"], len(data), "body length at the origin")
+    check_eq(info["body_sha256"], hashlib.sha256(data).hexdigest(), "body sha256 at the origin")
+    check_eq(info["host"], "origin.test:%d" % origin.port, "Host")
+    recs = finish(e)
+    reqs = [r for r in recs if r["event"] == "request"]
+    check_eq([(r["method"], r["action"]) for r in reqs], [("POST", "http:write")],
+             "request records (method, action)")
+
+
+def case_post_chunked(h):
+    origin, e = start(h)
+    path, data = body_file(h, 200 * 1024 + 17)
+    url = "http://origin.test:%d/chunked" % origin.port
+    info = echo_of(run_curl(["-x", proxy(e), "--data-binary", "@" + path,
+                             "-H", "Transfer-Encoding: chunked", url]))
+    check_eq(info["body_len"], len(data), "chunked body length at the origin")
+    check_eq(info["body_sha256"], hashlib.sha256(data).hexdigest(), "chunked body sha256")
+    finish(e)
+
+
+def case_put_delete_raw(h):
+    origin, e = start(h)
+    c = Conn(e.port)
+    try:
+        body = b"put-body-" * 1000
+        c.request("PUT", "http://origin.test:%d/obj/1" % origin.port, body=body)
+        r = c.read_response()
+        check_eq(r.status, 200, "PUT status")
+        info = r.json()
+        check_eq((info["method"], info["body_len"], info["body_sha256"]),
+                 ("PUT", len(body), hashlib.sha256(body).hexdigest()), "PUT at the origin")
+        c.request("DELETE", "http://origin.test:%d/obj/1" % origin.port)
+        r = c.read_response()
+        check_eq(r.status, 200, "DELETE status")
+        check_eq(r.json()["method"], "DELETE", "DELETE at the origin")
+    finally:
+        c.close()
+    recs = finish(e)
+    check_eq([(r["method"], r["action"]) for r in recs if r["event"] == "request"],
+             [("PUT", "http:write"), ("DELETE", "http:write")], "request records")
+
+
+def case_hop_by_hop_removed(h):
+    sessions = {"default": {}, "agent": {"auth": {"token": "s3cret-token"}}}
+    origin, e = start(h, sessions=sessions)
+    c = Conn(e.port)
+    try:
+        c.request("GET", "http://origin.test:%d/hop" % origin.port, headers=[
+            ("Connection", "keep-alive, X-Drop-Me"),
+            ("X-Drop-Me", "1"),
+            ("Proxy-Connection", "keep-alive"),
+            ("Proxy-Authorization", basic_auth("agent", "s3cret-token")),
+            ("Keep-Alive", "timeout=5"),
+            ("TE", "trailers"),
+            ("Trailer", "X-Trailer"),
+            ("Upgrade", "h2c-never"),
+            ("X-Keep", "kept"),
+            ("User-Agent", "e2e-test/1"),
+        ])
+        r = c.read_response()
+        check_eq(r.status, 200, "status")
+        info = r.json()
+    finally:
+        c.close()
+    seen = {k.lower(): v for k, v in info["headers"]}
+    for name in HOP_BY_HOP[1:] + ["x-drop-me"]:
+        check(name not in seen, "hop-by-hop header %s reached the origin: %r" % (name, seen))
+    check("x-drop-me" not in seen.get("connection", "").lower(),
+          "client's Connection header reached the origin: %r" % seen)
+    check_eq(seen.get("x-keep"), "kept", "end-to-end header X-Keep at the origin")
+    check_eq(seen.get("user-agent"), "e2e-test/1", "User-Agent at the origin")
+    recs = finish(e)
+    reqs = [r for r in recs if r["event"] == "request"]
+    check_eq([r.get("session") for r in reqs], ["agent"], "session chosen by Proxy-Authorization")
+
+
+def case_curl_keepalive_two_urls(h):
+    origin, e = start(h)
+    u1 = "http://origin.test:%d/one" % origin.port
+    u2 = "http://origin.test:%d/two" % origin.port
+    r = run_curl(["-v", "-x", proxy(e), u1, u2])
+    check(r.returncode == 0, "curl failed: %s" % r.stderr.decode())
+    err = r.stderr.decode()
+    check("Re-using existing connection" in err,
+          "curl did not reuse the proxy connection; curl -v said:\n%s" % err)
+    out = r.stdout.decode()
+    check('"path": "/one"' in out and '"path": "/two"' in out, "both responses: %r" % out)
+    recs = finish(e)
+    reqs = [r for r in recs if r["event"] == "request"]
+    check_eq([r["path"] for r in reqs], ["/one", "/two"], "request record paths")
+    check_eq(len({r["conn"] for r in reqs}), 1, "distinct conn ids for the two requests")
+    closes = [r for r in recs if r["event"] == "close"]
+    check_eq(len(closes), 1, "close records for one kept-alive connection")
+
+
+def case_raw_keepalive_upstream_reuse(h):
+    origin, e = start(h)
+    c = Conn(e.port)
+    try:
+        peers = []
+        for i in range(3):
+            c.request("GET", "http://origin.test:%d/r%d" % (origin.port, i))
+            r = c.read_response()
+            check_eq(r.status, 200, "status of request %d" % i)
+            check(not r.closed, "response %d was delimited by close" % i)
+            info = r.json()
+            check_eq(info["path"], "/r%d" % i, "path of request %d" % i)
+            peers.append(info["peer_port"])
+    finally:
+        c.close()
+    check_eq(len(set(peers)), 1, "upstream source ports across 3 requests (reuse upstream)")
+    check_eq(origin.connections, 1, "upstream connections the origin accepted")
+    finish(e)
+
+
+def case_head_then_get(h):
+    origin, e = start(h)
+    c = Conn(e.port)
+    try:
+        c.request("HEAD", "http://origin.test:%d/head" % origin.port)
+        r = c.read_response(head_only=True)
+        check_eq(r.status, 200, "HEAD status")
+        check(r.header("Content-Length") is not None, "HEAD response lost Content-Length")
+        c.request("GET", "http://origin.test:%d/after-head" % origin.port)
+        r = c.read_response()
+        check_eq(r.status, 200, "GET after HEAD status")
+        check_eq(r.json()["path"], "/after-head", "GET after HEAD reached the origin")
+    finally:
+        c.close()
+    recs = finish(e)
+    check_eq([(r["method"], r["action"]) for r in recs if r["event"] == "request"],
+             [("HEAD", "http:read"), ("GET", "http:read")], "request records")
+
+
+def case_big_download(h):
+    origin, e = start(h)
+    n = 16 * 1024 * 1024
+    out = os.path.join(h.tmp, "big.bin")
+    r = run_curl(["-x", proxy(e), "-o", out, "http://origin.test:%d/big?n=%d" % (origin.port, n)],
+                 timeout=60)
+    check(r.returncode == 0, "curl failed: %s" % r.stderr.decode())
+    with open(out, "rb") as f:
+        got = hashlib.sha256(f.read()).hexdigest()
+    check_eq(got, pattern_sha256(n), "sha256 of a 16 MiB download")
+    recs = finish(e)
+    closes = [r for r in recs if r["event"] == "close"]
+    check_eq(len(closes), 1, "close records")
+    check(closes[0]["bytes_in"] >= n, "close bytes_in %r < %d" % (closes[0]["bytes_in"], n))
+
+
+if __name__ == "__main__":
+    run_cases("forward", [
+        ("GET through the proxy: origin-form, Host, request record", case_get),
+        ("POST with Content-Length body", case_post_content_length),
+        ("POST with chunked body", case_post_chunked),
+        ("PUT and DELETE on one connection", case_put_delete_raw),
+        ("hop-by-hop headers removed, end-to-end kept", case_hop_by_hop_removed),
+        ("curl: two URLs reuse one proxy connection", case_curl_keepalive_two_urls),
+        ("raw: three requests, one upstream connection", case_raw_keepalive_upstream_reuse),
+        ("HEAD then GET on one connection", case_head_then_get),
+        ("16 MiB download", case_big_download),
+    ])
