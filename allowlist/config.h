@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "allowlist/bound.h"
 #include "allowlist/cidr.h"
@@ -91,5 +92,28 @@ const struct allow_session_config *allow_config_session(const struct allow_confi
 
 /* Prints each session's merged bound and limits, as `egressd check` shows them. */
 void allow_config_print(const struct allow_config *cfg, FILE *out);
+
+/* Value syntax shared with the control API and `egressd check`.
+ *
+ * allow_number_parse: decimal digits only (no sign, no spaces).  allow_size_parse: a number with
+ * an optional B/KiB/MiB/GiB suffix, in bytes.  allow_duration_parse: a number with one of
+ * ms/s/m/h, in milliseconds; a bare number is refused except "0".  Each returns 0, -1 for bad
+ * syntax, and (size, duration) -2 when the value does not fit in 64 bits.  in need not be
+ * NUL-terminated. */
+int allow_number_parse(const char *in, size_t len, uint64_t *out);
+int allow_size_parse(const char *in, size_t len, uint64_t *out);
+int allow_duration_parse(const char *in, size_t len, uint64_t *out_ms);
+
+/* The largest exact unit: 104857600 -> "100MiB", 28800000 ms -> "8h", 1500 ms -> "1500ms".  buf
+ * is always NUL-terminated when cap > 0. */
+void allow_size_format(uint64_t bytes, char *buf, size_t cap);
+void allow_duration_format(uint64_t ms, char *buf, size_t cap);
+
+/* Parses a listening or server address: "IPv4", "IPv4:PORT", "IPv6", "[IPv6]" or "[IPv6]:PORT"
+ * (IP literals only; a port is 1-65535 without leading zeros).  Without a port, default_port is
+ * used, and 0 makes the port required.  Returns 0 with the address in *out / *outlen, or -1 with
+ * a reason in err. */
+int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockaddr_storage *out,
+	socklen_t *outlen, char *err, size_t errlen);
 
 #endif
