@@ -1,0 +1,159 @@
+/* decide_bench: the cost of one policy decision with 10, 1,000 and 100,000 allowDomains patterns
+ * (figure 5 of bench/run).
+ *
+ *   decide_bench [--seconds S] [COUNT...]     (default counts: 10 1000 100000)
+ *
+ * One decision is what egressd does between reading a CONNECT line and dialling: canonicalise
+ * the authority (allow_canon_authority) and decide it (allow_decide).  Half the patterns are
+ * exact names and half wildcards, and the destinations rotate through exact hits, wildcard hits,
+ * misses and origin.test, so neither a single hash bucket nor a single cache line is measured.
+ * Prints one JSON line per count.  Exit 1 when a decision comes out wrong (the benchmark then
+ * measures a broken policy, not a fast one). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "allowlist/bound.h"
+#include "allowlist/host.h"
+#include "allowlist/pattern.h"
+#include "allowlist/policy.h"
+
+#define DB_DESTS 4096 /* destinations cycled through per count */
+
+struct db_dest {
+	char authority[ALLOW_HOST_BUF + 8]; /* "host:port" as a client writes it */
+	int allowed;                        /* the decision the bound must reach */
+};
+
+static double db_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Fills b with `count` patterns plus origin.test:*.  0 or -1 with a message on stderr. */
+static int db_build(struct allow_bound *b, long count)
+{
+	char pat[ALLOW_HOST_BUF], err[256];
+
+	if (allow_bound_init(b) == -1)
+		return -1;
+	b->enforce = ALLOW_ENFORCE_SANDBOX;
+	b->allow = allow_set_new(ALLOW_SET_ALLOW);
+	if (b->allow == NULL || allow_set_add(b->allow, "origin.test:*", err, sizeof(err)) == -1)
+		return -1;
+	for (long i = 0; i < count - 1; i++) {
+		if (i % 2 == 0)
+			snprintf(pat, sizeof(pat), "h%ld.bench.test", i);
+		else
+			snprintf(pat, sizeof(pat), "*.w%ld.bench.test", i);
+		if (allow_set_add(b->allow, pat, err, sizeof(err)) == -1) {
+			fprintf(stderr, "decide_bench: %s: %s\n", pat, err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Destinations for a bound of `count` patterns: a quarter each of exact hits, wildcard hits,
+ * misses and origin.test on an arbitrary port. */
+static void db_dests(struct db_dest *d, long count)
+{
+	unsigned long seed = 12345;
+
+	for (long i = 0; i < DB_DESTS; i++) {
+		long k;
+
+		seed = seed * 6364136223846793005UL + 1442695040888963407UL;
+		k = count > 1 ? (long)((seed >> 33) % (unsigned long)(count - 1)) : 0;
+		switch (i % 4) {
+		case 0: /* an exact pattern is always at an even index */
+			k -= k % 2;
+			snprintf(d[i].authority, sizeof(d[i].authority), "h%ld.bench.test:443", k);
+			d[i].allowed = count > 1;
+			break;
+		case 1:
+			k |= 1;
+			snprintf(d[i].authority, sizeof(d[i].authority), "x.w%ld.bench.test:443", k);
+			d[i].allowed = k < count - 1;
+			break;
+		case 2:
+			snprintf(d[i].authority, sizeof(d[i].authority), "miss%ld.bench.invalid:443", k);
+			d[i].allowed = 0;
+			break;
+		default:
+			snprintf(d[i].authority, sizeof(d[i].authority), "origin.test:%ld", 1 + k % 65535);
+			d[i].allowed = 1;
+			break;
+		}
+	}
+}
+
+static int db_run(long count, double seconds)
+{
+	static struct db_dest dests[DB_DESTS];
+	struct allow_bound b;
+	struct allow_decision dec;
+	struct allow_dest dest;
+	double t0, build_s, dt;
+	long n = 0, wrong = 0;
+
+	t0 = db_now();
+	if (db_build(&b, count) == -1) {
+		allow_bound_free(&b);
+		return -1;
+	}
+	build_s = db_now() - t0;
+	db_dests(dests, count);
+	t0 = db_now();
+	/* Batches of DB_DESTS between clock reads keep the clock out of the figure. */
+	do {
+		for (long i = 0; i < DB_DESTS; i++) {
+			const struct db_dest *d = &dests[i];
+
+			if (allow_canon_authority(d->authority, strlen(d->authority), 0, &dest) !=
+				ALLOW_CANON_OK) {
+				wrong++;
+				continue;
+			}
+			allow_decide(&b, &dest, 0, &dec);
+			if ((dec.reason == ALLOW_OK) != d->allowed)
+				wrong++;
+		}
+		n += DB_DESTS;
+		dt = db_now() - t0;
+	} while (dt < seconds);
+	printf("{\"patterns\":%zu,\"decisions\":%ld,\"wrong\":%ld,\"ns_per_decision\":%.1f,"
+		"\"build_seconds\":%.3f}\n",
+		allow_set_count(b.allow), n, wrong, dt * 1e9 / (double)n, build_s);
+	fflush(stdout);
+	allow_bound_free(&b);
+	return wrong == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	long counts[16] = {10, 1000, 100000};
+	int ncounts = 3, given = 0, rc = 0;
+	double seconds = 1.0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+			seconds = strtod(argv[++i], NULL);
+		} else if (given < 16 && strtol(argv[i], NULL, 10) > 0) {
+			counts[given++] = strtol(argv[i], NULL, 10);
+		} else {
+			fprintf(stderr, "usage: decide_bench [--seconds S] [COUNT...]\n");
+			return 2;
+		}
+	}
+	if (given > 0)
+		ncounts = given;
+	for (int i = 0; i < ncounts; i++)
+		if (db_run(counts[i], seconds) == -1)
+			rc = 1;
+	return rc;
+}
