@@ -187,11 +187,15 @@ int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockad
 	host[hostlen] = '\0';
 
 	uint16_t p = default_port;
-	if (port != NULL && port_parse(port, strlen(port), &p) == -1) {
-		snprintf(err, errlen, "the port must be 1-65535");
+	/* Port 0 asks the kernel for an ephemeral port (listeners; egressd prints the one it got). */
+	int ephemeral = port != NULL && strcmp(port, "0") == 0;
+	if (port != NULL && !ephemeral && port_parse(port, strlen(port), &p) == -1) {
+		snprintf(err, errlen, "the port must be 1-65535 (or 0 for an ephemeral port)");
 		return -1;
 	}
-	if (p == 0) {
+	if (ephemeral)
+		p = 0;
+	else if (p == 0) {
 		snprintf(err, errlen, "a port is required (HOST:PORT, IPv6 as [::1]:PORT)");
 		return -1;
 	}

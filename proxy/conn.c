@@ -1,0 +1,461 @@
+/* Connections: accept, the two halves' callbacks, timers, upstream connect, and the one close
+ * function every path ends in.  See docs/connection.md. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "audit/audit.h"
+#include "proxy/proxy.h"
+
+static const char *const state_names[] = {
+	[PROXY_CS_HEAD] = "head",
+	[PROXY_CS_RESOLVING] = "resolving",
+	[PROXY_CS_CONNECTING] = "connecting",
+	[PROXY_CS_FORWARD] = "forward",
+	[PROXY_CS_TUNNEL] = "tunnel",
+	[PROXY_CS_CLOSING] = "closing",
+};
+
+/* Every state change goes through here, so a debug build can trace transitions. */
+void proxy_conn_set_state(struct proxy_conn *c, enum proxy_conn_state st)
+{
+#ifdef EGRESSD_TRACE
+	fprintf(stderr, "conn %llu: %s -> %s\n", (unsigned long long)c->id, state_names[c->state],
+		state_names[st]);
+#else
+	(void)state_names;
+#endif
+	c->state = st;
+}
+
+void proxy_conn_touch(struct proxy_conn *c)
+{
+	c->last_active_ms = proxy_now_ms();
+}
+
+void proxy_conn_arm_timer(struct proxy_conn *c, uint64_t ms)
+{
+	c->deadline_ms = proxy_now_ms() + ms;
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+	evtimer_add(c->timer, &tv);
+}
+
+static void set_nodelay(evutil_socket_t fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void free_upstream(struct proxy_conn *c)
+{
+	if (c->up.bev != NULL) {
+		bufferevent_free(c->up.bev);
+		c->up.bev = NULL;
+	}
+	c->up.eof = 0;
+	c->up.shut = 0;
+	c->up_idle = 0;
+	c->up_key[0] = '\0';
+}
+
+/* The one way a connection ends: cancels what is pending, frees both halves, and writes the close
+ * record.  `end` says why (client-closed, upstream-closed, idle-timeout, header-timeout, denied,
+ * error, shutdown, limit-bytes, complete). */
+void proxy_conn_close(struct proxy_conn *c, const char *end)
+{
+	struct proxy_server *srv = c->srv;
+	if (c->dnsq != NULL) {
+		dns_query_cancel(c->dnsq);
+		c->dnsq = NULL;
+	}
+	if (c->end == NULL)
+		c->end = end;
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "close";
+	r.conn = c->id;
+	r.session = c->session ? c->session->cfg->name : NULL;
+	r.client = c->client_text;
+	r.bytes_out = (int64_t)c->bytes_out;
+	r.bytes_in = (int64_t)c->bytes_in;
+	r.duration_ms = (int64_t)(proxy_now_ms() - c->start_ms);
+	r.end = c->end;
+	if (audit_write(srv->audit, &r) == -1)
+		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(srv->audit));
+
+	if (c->client.bev != NULL)
+		bufferevent_free(c->client.bev);
+	free_upstream(c);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	proxy_head_free(&c->req);
+	proxy_head_free(&c->resp);
+	free(c->path);
+	if (c->session != NULL && c->session->active > 0)
+		c->session->active--;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	srv->nconns--;
+	proxy_gen_release(c->gen);
+	free(c);
+	proxy_server_conn_gone(srv);
+}
+
+/* Closes once the client's output has been written (after a last answer). */
+void proxy_conn_finish(struct proxy_conn *c, const char *end)
+{
+	if (c->end == NULL)
+		c->end = end;
+	free_upstream(c);
+	proxy_conn_set_state(c, PROXY_CS_CLOSING);
+	if (c->client.bev == NULL || evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0) {
+		proxy_conn_close(c, end);
+		return;
+	}
+	bufferevent_setwatermark(c->client.bev, EV_WRITE, 0, 0);
+	bufferevent_enable(c->client.bev, EV_WRITE);
+	/* Keep reading so that a client closing early is noticed; what it sends is dropped. */
+	bufferevent_enable(c->client.bev, EV_READ);
+	proxy_conn_arm_timer(c, 10000);
+}
+
+/* ---- client half ---- */
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	switch (c->state) {
+	case PROXY_CS_HEAD:
+	case PROXY_CS_FORWARD:
+		proxy_conn_touch(c);
+		proxy_http_client_read(c);
+		break;
+	case PROXY_CS_TUNNEL:
+		proxy_conn_touch(c);
+		proxy_relay_read(c, &c->client);
+		break;
+	case PROXY_CS_CLOSING:
+		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+		break;
+	default:
+		/* Resolving or connecting: reading is disabled; keep what came. */
+		bufferevent_disable(bev, EV_READ);
+		break;
+	}
+}
+
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	switch (c->state) {
+	case PROXY_CS_CLOSING:
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			proxy_conn_close(c, c->end ? c->end : "complete");
+		break;
+	case PROXY_CS_TUNNEL:
+		proxy_relay_drained(c, &c->client);
+		break;
+	case PROXY_CS_FORWARD:
+		/* The response backlog drained: read the upstream again. */
+		if (c->up.bev != NULL && !c->up.eof)
+			bufferevent_enable(c->up.bev, EV_READ);
+		break;
+	default:
+		break;
+	}
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	struct proxy_conn *c = arg;
+	if (c->state == PROXY_CS_TUNNEL) {
+		proxy_relay_event(c, &c->client, what);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "client-error");
+	else
+		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "client-closed");
+}
+
+/* ---- upstream half ---- */
+
+static void up_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	switch (c->state) {
+	case PROXY_CS_FORWARD:
+		proxy_conn_touch(c);
+		proxy_http_upstream_read(c);
+		break;
+	case PROXY_CS_TUNNEL:
+		proxy_conn_touch(c);
+		proxy_relay_read(c, &c->up);
+		break;
+	default:
+		/* An idle kept-alive upstream must not speak: drop it. */
+		(void)bev;
+		free_upstream(c);
+		break;
+	}
+}
+
+static void up_write_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	struct proxy_conn *c = arg;
+	switch (c->state) {
+	case PROXY_CS_TUNNEL:
+		proxy_relay_drained(c, &c->up);
+		break;
+	case PROXY_CS_FORWARD:
+		/* The request body backlog drained: read the client again. */
+		proxy_http_upstream_drained(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static void try_next_address(struct proxy_conn *c, int last_err);
+
+static void up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	struct proxy_conn *c = arg;
+	if (c->state == PROXY_CS_CONNECTING) {
+		if (what & BEV_EVENT_CONNECTED) {
+			evtimer_del(c->timer);
+			set_nodelay(bufferevent_getfd(c->up.bev));
+			proxy_conn_touch(c);
+			proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
+			proxy_conn_upstream_connected(c);
+			return;
+		}
+		int err = EVUTIL_SOCKET_ERROR();
+		free_upstream(c);
+		try_next_address(c, err ? err : ECONNREFUSED);
+		return;
+	}
+	if (c->state == PROXY_CS_TUNNEL) {
+		proxy_relay_event(c, &c->up, what);
+		return;
+	}
+	if (c->state == PROXY_CS_FORWARD) {
+		if (what & BEV_EVENT_EOF) {
+			c->up.eof = 1;
+			proxy_http_upstream_eof(c);
+		} else {
+			proxy_conn_close(c, "upstream-error");
+		}
+		return;
+	}
+	/* Idle upstream closed or failed: forget it. */
+	free_upstream(c);
+}
+
+static void sockaddr_from(const struct dns_addr *a, uint16_t port, struct sockaddr_storage *ss,
+	socklen_t *len)
+{
+	memset(ss, 0, sizeof *ss);
+	if (a->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		memcpy(&s4->sin_addr, a->addr, 4);
+		*len = sizeof *s4;
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		memcpy(&s6->sin6_addr, a->addr, 16);
+		*len = sizeof *s6;
+	}
+}
+
+void proxy_format_addr(const struct dns_addr *a, uint16_t port, char *buf, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(a->family, a->addr, ip, sizeof ip);
+	if (a->family == AF_INET6)
+		snprintf(buf, cap, "[%s]:%u", ip, port);
+	else
+		snprintf(buf, cap, "%s:%u", ip, port);
+}
+
+static void try_next_address(struct proxy_conn *c, int last_err)
+{
+	while (c->addr_next < c->naddrs) {
+		const struct dns_addr *a = &c->addrs[c->addr_next++];
+		struct sockaddr_storage ss;
+		socklen_t len;
+		sockaddr_from(a, c->dest.port, &ss, &len);
+		proxy_format_addr(a, c->dest.port, c->addr_text, sizeof c->addr_text);
+		c->up.bev = bufferevent_socket_new(c->srv->base, -1,
+			BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		if (c->up.bev == NULL) {
+			last_err = ENOMEM;
+			break;
+		}
+		bufferevent_setcb(c->up.bev, up_read_cb, up_write_cb, up_event_cb, c);
+		if (bufferevent_socket_connect(c->up.bev, (struct sockaddr *)&ss, (int)len) == -1) {
+			last_err = EVUTIL_SOCKET_ERROR();
+			free_upstream(c);
+			continue;
+		}
+		proxy_conn_set_state(c, PROXY_CS_CONNECTING);
+		proxy_conn_arm_timer(c, c->gen->cfg->limits.connect_timeout_ms);
+		return;
+	}
+	char rule[400];
+	snprintf(rule, sizeof rule, "connect %s: %s", c->addr_text[0] ? c->addr_text : c->dest.host,
+		strerror(last_err));
+	proxy_deny(c, 502, "upstream-refused", rule,
+		"The destination refused the connection or could not be reached; egressd allowed "
+		"it, so retry later or check that the service is up");
+}
+
+void proxy_conn_start_upstream(struct proxy_conn *c)
+{
+	c->addr_next = 0;
+	c->addr_text[0] = '\0';
+	free_upstream(c);
+	try_next_address(c, ECONNREFUSED);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct proxy_conn *c = arg;
+	uint64_t now = proxy_now_ms();
+	switch (c->state) {
+	case PROXY_CS_HEAD:
+		if (c->req.bytes == 0 && c->requests > 0) {
+			proxy_conn_close(c, "idle-timeout");
+		} else if (c->req.bytes == 0) {
+			proxy_conn_close(c, "header-timeout");
+		} else {
+			proxy_deny(c, 408, "header-timeout", "limits.headerTimeout",
+				"The request head did not arrive within limits.headerTimeout");
+			c->end = "header-timeout";
+		}
+		break;
+	case PROXY_CS_CONNECTING: {
+		char rule[160];
+		snprintf(rule, sizeof rule, "limits.connectTimeout (connect %s)", c->addr_text);
+		free_upstream(c);
+		proxy_deny(c, 504, "upstream-timeout", rule,
+			"The destination did not accept the connection within limits.connectTimeout");
+		break;
+	}
+	case PROXY_CS_FORWARD:
+	case PROXY_CS_TUNNEL: {
+		uint64_t idle = c->gen->cfg->limits.idle_timeout_ms;
+		if (now - c->last_active_ms >= idle)
+			proxy_conn_close(c, "idle-timeout");
+		else
+			proxy_conn_arm_timer(c, idle - (now - c->last_active_ms));
+		break;
+	}
+	case PROXY_CS_CLOSING:
+		proxy_conn_close(c, c->end ? c->end : "error");
+		break;
+	default:
+		break;
+	}
+}
+
+static void reject_busy(int fd)
+{
+	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				  "X-Egressd-Reason: limit-clients\r\n"
+				  "X-Egressd-Rule: limits.maxClients\r\n"
+				  "Content-Type: text/plain\r\nContent-Length: 80\r\n"
+				  "Connection: close\r\n\r\n"
+				  "egressd is serving limits.maxClients connections; try again shortly.      \n";
+	ssize_t n = write(fd, msg, sizeof msg - 1);
+	(void)n;
+	close(fd);
+}
+
+void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,
+	const struct proxy_listener *l)
+{
+	(void)len;
+	if (srv->stopping) {
+		close(fd);
+		return;
+	}
+	if (srv->nconns >= srv->gen->cfg->limits.max_clients) {
+		reject_busy(fd);
+		return;
+	}
+	struct proxy_conn *c = calloc(1, sizeof *c);
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->srv = srv;
+	c->gen = srv->gen;
+	c->gen->refs++;
+	c->id = srv->next_conn_id++;
+	c->start_ms = proxy_now_ms();
+	c->last_active_ms = c->start_ms;
+	memcpy(&c->local, &l->addr, l->addrlen);
+	c->locallen = l->addrlen;
+	struct dns_addr a = {0};
+	if (sa->sa_family == AF_INET) {
+		a.family = AF_INET;
+		memcpy(a.addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		proxy_format_addr(&a, ntohs(((const struct sockaddr_in *)sa)->sin_port), c->client_text,
+			sizeof c->client_text);
+	} else if (sa->sa_family == AF_INET6) {
+		a.family = AF_INET6;
+		memcpy(a.addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		proxy_format_addr(&a, ntohs(((const struct sockaddr_in6 *)sa)->sin6_port),
+			c->client_text, sizeof c->client_text);
+	}
+	c->next = srv->conns;
+	if (srv->conns != NULL)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->nconns++;
+
+	/* Sessions other than "default" are picked by later issues' mechanisms. */
+	c->session = c->gen->dflt;
+	if (c->session != NULL) {
+		c->session->active++;
+		c->session->total++;
+	}
+
+	evutil_make_socket_nonblocking(fd);
+	set_nodelay(fd);
+	c->client.bev = bufferevent_socket_new(srv->base, fd,
+		BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	c->timer = evtimer_new(srv->base, timer_cb, c);
+	if (c->client.bev == NULL || c->timer == NULL) {
+		if (c->client.bev == NULL)
+			close(fd);
+		proxy_conn_close(c, "error");
+		return;
+	}
+	bufferevent_setcb(c->client.bev, client_read_cb, client_write_cb, client_event_cb, c);
+	proxy_http_init_conn(c);
+	proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);
+	bufferevent_enable(c->client.bev, EV_READ);
+}

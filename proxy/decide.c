@@ -1,0 +1,244 @@
+/* The policy pipeline of one request or CONNECT (DESIGN.md 3, steps 4-6), and the answers it
+ * gives: the decision record, the denial response, the 200 to a CONNECT. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "allowlist/tags.h"
+#include "audit/audit.h"
+#include "proxy/proxy.h"
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 414: return "URI Too Long";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 508: return "Loop Detected";
+	default: return "Error";
+	}
+}
+
+void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+	const char *rule, int status)
+{
+	char action[128] = "";
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = c->is_connect ? "connect" : "request";
+	r.conn = c->id;
+	r.session = c->session ? c->session->cfg->name : NULL;
+	r.client = c->client_text;
+	r.method = c->method[0] ? c->method : NULL;
+	if (c->dest.host[0]) {
+		r.host = c->dest.host;
+		r.port = c->dest.port;
+	}
+	if (!c->is_connect && c->req.complete && c->path != NULL)
+		r.path = c->path;
+	if (c->action) {
+		allow_tags_format(c->action, ",", action, sizeof action);
+		r.action = action;
+	}
+	r.decision = decision;
+	r.reason = reason;
+	r.rule = rule && rule[0] ? rule : NULL;
+	r.addr = c->addr_text[0] ? c->addr_text : NULL;
+	r.status = status;
+	if (audit_write(c->srv->audit, &r) == -1)
+		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(c->srv->audit));
+}
+
+/* Writes a denial (DESIGN.md 6) and closes the connection once it is sent.  The decision record
+ * comes first.  reason NULL means a malformed request that never reached a decision. */
+void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char *rule,
+	const char *detail)
+{
+	proxy_audit_decision(c, "deny", reason, rule, status);
+	if (c->state == PROXY_CS_TUNNEL || c->resp.complete || c->client.bev == NULL) {
+		/* Bytes already flowed: no answer can be framed any more. */
+		proxy_conn_close(c, "denied");
+		return;
+	}
+	char what[ALLOW_HOST_BUF + 96];
+	if (c->dest.host[0] && c->is_connect)
+		snprintf(what, sizeof what, "CONNECT %s:%u", c->dest.host, c->dest.port);
+	else if (c->dest.host[0])
+		snprintf(what, sizeof what, "%s %s:%u", c->method, c->dest.host, c->dest.port);
+	else
+		snprintf(what, sizeof what, "the request");
+	char body[1400];
+	int blen = snprintf(body, sizeof body,
+		"egressd denied %s: %s%s%s%s. %s. Retrying another way will not help: egressd is "
+		"the only way out of this network.\n",
+		what, reason, rule && rule[0] ? " (" : "", rule && rule[0] ? rule : "",
+		rule && rule[0] ? ")" : "", detail);
+	if (blen < 0)
+		blen = 0;
+	if ((size_t)blen >= sizeof body)
+		blen = (int)sizeof body - 1;
+	struct evbuffer *out = bufferevent_get_output(c->client.bev);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nX-Egressd-Reason: %s\r\n", status,
+		status_text(status), reason);
+	if (c->session != NULL)
+		evbuffer_add_printf(out, "X-Egressd-Session: %s\r\n", c->session->cfg->name);
+	if (rule != NULL && rule[0]) {
+		/* A header value may not carry CR/LF; rules are built from canonical text. */
+		evbuffer_add_printf(out, "X-Egressd-Rule: %s\r\n", rule);
+	}
+	if (status == 429)
+		evbuffer_add_printf(out, "Retry-After: 60\r\n");
+	evbuffer_add_printf(out,
+		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"
+		"Connection: close\r\nProxy-Connection: close\r\n\r\n",
+		blen);
+	if (!c->req_head_method || c->is_connect)
+		evbuffer_add(out, body, (size_t)blen);
+	proxy_conn_finish(c, "denied");
+}
+
+/* Judges resolved (or literal) addresses; keeps the ones that pass in c->addrs.  Returns 0 when
+ * one passed; otherwise answers the client and returns -1. */
+static int judge_addresses(struct proxy_conn *c, const struct dns_addr *addrs, size_t n)
+{
+	char why[200] = "", first_why[200] = "";
+	const struct dns_addr *first_denied = NULL;
+	c->naddrs = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct dns_addr *a = &addrs[i];
+		/* A destination that is one of our own listeners is a loop, allowed range or not. */
+		for (size_t j = 0; j < c->srv->nlisteners; j++) {
+			const struct proxy_listener *l = &c->srv->listeners[j];
+			int same = 0;
+			if (l->addr.ss_family == AF_INET && a->family == AF_INET) {
+				const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l->addr;
+				same = ntohs(s4->sin_port) == c->dest.port &&
+				       (s4->sin_addr.s_addr == htonl(INADDR_ANY) ||
+					       memcmp(&s4->sin_addr, a->addr, 4) == 0);
+			} else if (l->addr.ss_family == AF_INET6 && a->family == AF_INET6) {
+				const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l->addr;
+				same = ntohs(s6->sin6_port) == c->dest.port &&
+				       (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) ||
+					       memcmp(&s6->sin6_addr, a->addr, 16) == 0);
+			}
+			if (same) {
+				proxy_format_addr(a, c->dest.port, c->addr_text, sizeof c->addr_text);
+				char rule[160];
+				snprintf(rule, sizeof rule, "listen.proxy %s", l->text);
+				proxy_deny(c, 508, "loop",  rule,
+					"The destination is egressd itself; send requests for the real "
+					"destination instead");
+				return -1;
+			}
+		}
+		if (dns_addr_judge(&c->gen->addrpol, a->family, a->addr, why, sizeof why) == 0) {
+			if (c->naddrs < DNS_MAX_ADDRS)
+				c->addrs[c->naddrs++] = *a;
+		} else if (first_denied == NULL) {
+			first_denied = a;
+			memcpy(first_why, why, sizeof first_why);
+		}
+	}
+	if (c->naddrs > 0)
+		return 0;
+	char rule[320], ip[PROXY_ADDR_TEXT];
+	proxy_format_addr(first_denied, c->dest.port, ip, sizeof ip);
+	char *colon = strrchr(ip, ':');
+	if (colon != NULL)
+		*colon = '\0';
+	snprintf(rule, sizeof rule, "address policy: %s is %s", ip, first_why);
+	char detail[400];
+	snprintf(detail, sizeof detail,
+		"%s resolves only to addresses egressd never dials; add the range to "
+		"dns.allowAddresses if this destination is intended",
+		c->dest.host);
+	proxy_deny(c, 403, "address-denied", rule, detail);
+	return -1;
+}
+
+static void dns_done(enum dns_status st, const struct dns_answer *ans, void *arg)
+{
+	struct proxy_conn *c = arg;
+	c->dnsq = NULL;
+	if (st != DNS_OK || ans->n == 0) {
+		char rule[320];
+		snprintf(rule, sizeof rule, "resolve %s: %s", c->dest.host, dns_status_str(st));
+		proxy_deny(c, 502, "dns-failed", rule,
+			"The name could not be resolved; check the spelling, or map it in dns.hosts");
+		return;
+	}
+	if (judge_addresses(c, ans->addrs, ans->n) == -1)
+		return;
+	proxy_conn_start_upstream(c);
+}
+
+void proxy_decide(struct proxy_conn *c)
+{
+	/* A kept-alive upstream to the same destination is reused once the policy agrees. */
+	char key[sizeof c->up_key], kept_addr[PROXY_ADDR_TEXT];
+	snprintf(key, sizeof key, "%s:%u", c->dest.host, c->dest.port);
+	int reuse = c->up.bev != NULL && c->up_idle && strcmp(key, c->up_key) == 0;
+	memcpy(kept_addr, c->addr_text, sizeof kept_addr);
+	c->addr_text[0] = '\0';
+	if (c->session == NULL) {
+		proxy_deny(c, 403, "no-session", "sessions (no session named default)",
+			"No session matched this connection; add a session named default to the config");
+		return;
+	}
+	struct allow_decision d;
+	allow_decide(&c->session->cfg->bound, &c->dest, c->action, &d);
+	if (d.reason != ALLOW_OK) {
+		char detail[420];
+		snprintf(detail, sizeof detail, "To allow it, %s in session %s",
+			d.hint[0] ? d.hint : "change the bound", c->session->cfg->name);
+		proxy_deny(c, 403, allow_reason_code(d.reason), d.rule, detail);
+		return;
+	}
+	c->requests++;
+	memcpy(c->rule, d.rule, sizeof c->rule);
+	if (reuse) {
+		memcpy(c->addr_text, kept_addr, sizeof c->addr_text);
+		proxy_conn_upstream_connected(c);
+		return;
+	}
+	if (c->dest.kind != ALLOW_HOST_NAME) {
+		struct dns_addr a = {0};
+		a.family = c->dest.kind == ALLOW_HOST_IPV4 ? AF_INET : AF_INET6;
+		memcpy(a.addr, c->dest.addr, c->dest.kind == ALLOW_HOST_IPV4 ? 4 : 16);
+		if (judge_addresses(c, &a, 1) == -1)
+			return;
+		proxy_conn_start_upstream(c);
+		return;
+	}
+	proxy_conn_set_state(c, PROXY_CS_RESOLVING);
+	evtimer_del(c->timer);
+	c->dnsq = dns_resolve(c->gen->dns, c->dest.host, dns_done, c);
+	if (c->dnsq == NULL)
+		proxy_deny(c, 502, "dns-failed", "resolver", "egressd is out of memory");
+}
+
+void proxy_conn_upstream_connected(struct proxy_conn *c)
+{
+	snprintf(c->up_key, sizeof c->up_key, "%s:%u", c->dest.host, c->dest.port);
+	proxy_audit_decision(c, "allow", NULL, c->rule, -1);
+	if (c->is_connect) {
+		evbuffer_add(bufferevent_get_output(c->client.bev),
+			"HTTP/1.1 200 Connection established\r\n\r\n", 39);
+		proxy_relay_start(c);
+	} else {
+		proxy_http_upstream_ready(c);
+	}
+}

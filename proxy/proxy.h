@@ -1,0 +1,219 @@
+/* The proxy's run-time objects: the server, its config generations, sessions and connections.
+ *
+ * Internal to proxy/: every file of the module includes this header; nothing outside proxy/ does.
+ * The connection lifecycle is described in docs/connection.md. */
+#ifndef EGRESSD_PROXY_PROXY_H
+#define EGRESSD_PROXY_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <http_parser.h>
+
+#include "allowlist/config.h"
+#include "allowlist/host.h"
+#include "allowlist/policy.h"
+#include "dns/addrpolicy.h"
+#include "dns/resolver.h"
+
+struct event_base;
+struct event;
+struct bufferevent;
+struct evconnlistener;
+struct evbuffer;
+struct audit_log;
+
+#define PROXY_MAX_LISTENERS 16
+#define PROXY_ADDR_TEXT 64          /* "[v6]:port" and NUL */
+#define PROXY_HIGH_WATER (256 * 1024) /* stop reading a side when the other's output holds this */
+#define PROXY_LOW_WATER (64 * 1024)   /* and resume when it drains below this */
+
+/* A session at run time: its config and its counters. */
+struct proxy_session {
+	const struct allow_session_config *cfg; /* owned by the generation's config */
+	uint64_t active;                        /* open connections */
+	uint64_t total;                         /* connections so far */
+	uint64_t bytes_out;                     /* client to upstream, all connections */
+	uint64_t bytes_in;                      /* upstream to client */
+	uint64_t started_ms;                    /* monotonic time the session began */
+};
+
+/* One loaded config with what was built from it.  Connections hold a reference, so a reload can
+ * swap generations while old connections finish on the config they started with. */
+struct proxy_gen {
+	struct allow_config *cfg;         /* owned */
+	struct dns_resolver *dns;         /* owned; built from cfg->dns */
+	struct dns_addr_policy addrpol;   /* points into cfg */
+	struct proxy_session *sessions;   /* one per cfg->sessions, same order */
+	struct proxy_session *dflt;       /* the session named "default", or NULL */
+	unsigned refs;                    /* the server's reference plus one per connection */
+};
+
+struct proxy_server;
+
+struct proxy_listener {
+	struct proxy_server *srv;      /* the server it belongs to */
+	struct evconnlistener *lev;     /* accepting socket */
+	struct sockaddr_storage addr;   /* bound address (port resolved when 0 was asked) */
+	socklen_t addrlen;
+	char text[PROXY_ADDR_TEXT];     /* "127.0.0.1:3128" */
+};
+
+struct proxy_conn;
+
+struct proxy_server {
+	struct event_base *base;
+	struct proxy_gen *gen;          /* the current generation (one reference) */
+	struct audit_log *audit;        /* shared by every generation */
+	char *config_path;              /* for reloads */
+	struct proxy_listener listeners[PROXY_MAX_LISTENERS];
+	size_t nlisteners;
+	struct proxy_conn *conns;       /* every open connection, doubly linked */
+	size_t nconns;
+	uint64_t next_conn_id;          /* from 1 */
+	struct event *sig[5];           /* TERM, INT, HUP, USR1, PIPE(ignored) */
+	struct event *grace;            /* shutdown grace timer */
+	int stopping;                   /* no longer accepting */
+	int exit_code;
+};
+
+/* Where a connection is in its life (each half's sockets are in struct proxy_half). */
+enum proxy_conn_state {
+	PROXY_CS_HEAD = 0,   /* reading a request head from the client */
+	PROXY_CS_RESOLVING,  /* waiting for the resolver */
+	PROXY_CS_CONNECTING, /* upstream connect in progress */
+	PROXY_CS_FORWARD,    /* a plain HTTP request in flight: body up, response down */
+	PROXY_CS_TUNNEL,     /* CONNECT established: relaying bytes both ways */
+	PROXY_CS_CLOSING,    /* writing a last answer to the client, then close */
+};
+
+/* A captured message head: the request or status line parts and the header fields, kept in one
+ * arena capped at maxHeaderBytes. */
+struct proxy_hfield {
+	uint32_t name, name_len;   /* offsets into the arena */
+	uint32_t value, value_len;
+};
+
+struct proxy_head {
+	char *arena;                 /* NULL until first use */
+	uint32_t len, cap;           /* used and allocated bytes; cap grows up to limit */
+	uint32_t limit;              /* maxHeaderBytes */
+	uint32_t url, url_len;       /* request URI, or status reason for responses */
+	struct proxy_hfield *fields; /* the header fields in order */
+	uint32_t nfields, fcap, fmax;
+	int in_value;                /* the last callback was a value */
+	uint64_t bytes;              /* bytes of the head seen so far (whole lines) */
+	int complete;                /* on_headers_complete seen */
+	int msg_complete;            /* on_message_complete seen */
+	int overflow;                /* a limit was crossed (431) */
+	int bad;                     /* a forbidden byte or form was seen; why in bad_why */
+	const char *bad_why;
+};
+
+struct proxy_half {
+	struct bufferevent *bev;     /* NULL when this half has no socket */
+	int eof;                     /* its peer finished sending */
+	int shut;                    /* we shut down our write side */
+};
+
+struct proxy_conn {
+	struct proxy_server *srv;
+	struct proxy_gen *gen;          /* the generation this connection decides under */
+	struct proxy_session *session;  /* NULL: no session matched */
+	struct proxy_conn *prev, *next; /* in srv->conns */
+	uint64_t id;                    /* audit "conn" */
+	enum proxy_conn_state state;
+	struct proxy_half client;
+	struct proxy_half up;
+	char client_text[PROXY_ADDR_TEXT];
+	struct sockaddr_storage local;  /* the listener address the client reached */
+	socklen_t locallen;
+
+	http_parser req_parser;         /* client to us */
+	http_parser resp_parser;        /* upstream to us */
+	struct proxy_head req;
+	struct proxy_head resp;
+	int req_chunked;                /* the request body is re-framed as chunks */
+	int resp_chunked;               /* the response body is re-framed as chunks */
+	int resp_eof_framed;            /* the response ends when upstream closes */
+	int resp_sent;                  /* the response head went to the client */
+	int req_keepalive;              /* client wants the connection kept */
+	int resp_keepalive;             /* upstream allows reuse */
+	int req_head_method;            /* HEAD request: response has no body */
+	int is_connect;
+	char method[24];
+	char *path;                     /* origin-form path of the current request (owned) */
+	char rule[320];                 /* the allow rule that admitted the current request */
+
+	struct allow_dest dest;         /* the canonical destination of the current request */
+	unsigned action;                /* leaf tags of the current request */
+	char up_key[ALLOW_HOST_BUF + 8];/* "host:port" the upstream socket is connected to */
+	int up_idle;                    /* upstream socket connected and between requests */
+	struct dns_addr addrs[DNS_MAX_ADDRS]; /* addresses that passed the policy, in order */
+	size_t naddrs, addr_next;
+	char addr_text[PROXY_ADDR_TEXT];/* the address being dialled */
+	struct dns_query *dnsq;
+
+	struct event *timer;            /* header deadline, connect deadline or idle check */
+	uint64_t deadline_ms;           /* when the timer's phase ends */
+	uint64_t last_active_ms;        /* for the idle timeout */
+	uint64_t start_ms;
+	uint64_t bytes_out;             /* client to upstream (bodies and tunnel bytes) */
+	uint64_t bytes_in;              /* upstream to client */
+	const char *end;                /* why it ended, for the close record */
+	int requests;                   /* requests decided on this connection */
+};
+
+/* time */
+uint64_t proxy_now_ms(void);
+
+/* server.c */
+void proxy_gen_release(struct proxy_gen *gen);
+int proxy_serve(const char *config_path);
+/* A connection was freed: finishes a stop when it was the last. */
+void proxy_server_conn_gone(struct proxy_server *srv);
+
+/* conn.c */
+void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,
+	const struct proxy_listener *l);
+void proxy_conn_close(struct proxy_conn *c, const char *end);
+void proxy_conn_set_state(struct proxy_conn *c, enum proxy_conn_state st);
+void proxy_conn_arm_timer(struct proxy_conn *c, uint64_t ms);
+void proxy_conn_start_upstream(struct proxy_conn *c);
+void proxy_conn_touch(struct proxy_conn *c);
+void proxy_conn_finish(struct proxy_conn *c, const char *end);
+
+/* The upstream socket connected: start forwarding (http.c) or relaying (relay.c). */
+void proxy_conn_upstream_connected(struct proxy_conn *c);
+void proxy_format_addr(const struct dns_addr *a, uint16_t port, char *buf, size_t cap);
+
+/* decide.c: the policy pipeline for the destination in c->dest and the action in c->action:
+ * session, bound, resolve, address policy, loop check; then connect or deny. */
+void proxy_decide(struct proxy_conn *c);
+
+/* http.c */
+void proxy_http_init_conn(struct proxy_conn *c);
+void proxy_http_client_read(struct proxy_conn *c);
+void proxy_http_upstream_ready(struct proxy_conn *c);
+void proxy_http_upstream_read(struct proxy_conn *c);
+void proxy_http_upstream_eof(struct proxy_conn *c);
+void proxy_http_upstream_drained(struct proxy_conn *c);
+void proxy_head_free(struct proxy_head *h);
+const char *proxy_head_get(const struct proxy_head *h, const char *name, size_t *len);
+
+/* relay.c */
+void proxy_relay_start(struct proxy_conn *c);
+void proxy_relay_read(struct proxy_conn *c, struct proxy_half *from);
+void proxy_relay_drained(struct proxy_conn *c, struct proxy_half *to);
+void proxy_relay_event(struct proxy_conn *c, struct proxy_half *h, short what);
+
+/* deny.c: answers the client with a denial and closes after it is written.  reason is a DESIGN.md
+ * section 6 code; rule the rule text; detail the body's explanation (what would allow it). */
+void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char *rule,
+	const char *detail);
+/* Writes the request/connect decision record. */
+void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+	const char *rule, int status);
+
+#endif

@@ -1,0 +1,397 @@
+/* The server: config generations, listeners, signals, clean stop and reload. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "audit/audit.h"
+#include "proxy/proxy.h"
+
+uint64_t proxy_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void print_errors(const struct allow_errors *errs)
+{
+	for (size_t i = 0; i < errs->n; i++)
+		fprintf(stderr, "egressd: %s\n", errs->lines[i]);
+}
+
+/* Builds a generation from a loaded config; takes ownership of cfg (freed on failure too). */
+static struct proxy_gen *gen_new(struct event_base *base, struct allow_config *cfg)
+{
+	struct proxy_gen *gen = calloc(1, sizeof *gen);
+	if (gen == NULL) {
+		allow_config_free(cfg);
+		return NULL;
+	}
+	gen->cfg = cfg;
+	gen->refs = 1;
+	gen->addrpol.allow = cfg->dns.allow_addresses;
+	gen->addrpol.nallow = cfg->dns.nallow_addresses;
+	gen->addrpol.deny = cfg->dns.deny_addresses;
+	gen->addrpol.ndeny = cfg->dns.ndeny_addresses;
+	char err[256] = "";
+	gen->dns = dns_resolver_new(base, &cfg->dns, err, sizeof err);
+	if (gen->dns == NULL) {
+		fprintf(stderr, "egressd: %s: dns: %s\n", cfg->path, err);
+		allow_config_free(cfg);
+		free(gen);
+		return NULL;
+	}
+	if (cfg->nsessions > 0) {
+		gen->sessions = calloc(cfg->nsessions, sizeof *gen->sessions);
+		if (gen->sessions == NULL) {
+			dns_resolver_free(gen->dns);
+			allow_config_free(cfg);
+			free(gen);
+			return NULL;
+		}
+	}
+	uint64_t now = proxy_now_ms();
+	for (size_t i = 0; i < cfg->nsessions; i++) {
+		gen->sessions[i].cfg = &cfg->sessions[i];
+		gen->sessions[i].started_ms = now;
+		if (strcmp(cfg->sessions[i].name, "default") == 0)
+			gen->dflt = &gen->sessions[i];
+	}
+	return gen;
+}
+
+void proxy_gen_release(struct proxy_gen *gen)
+{
+	if (gen == NULL || --gen->refs > 0)
+		return;
+	dns_resolver_free(gen->dns);
+	free(gen->sessions);
+	allow_config_free(gen->cfg);
+	free(gen);
+}
+
+/* Parses a listen address "IPv4:PORT" or "[IPv6]:PORT" (port 0 = ephemeral). */
+static int parse_listen(const char *text, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[64];
+	const char *colon;
+	memset(ss, 0, sizeof *ss);
+	if (text[0] == '[') {
+		const char *rb = strchr(text, ']');
+		if (rb == NULL || rb[1] != ':' || (size_t)(rb - text - 1) >= sizeof host)
+			return -1;
+		memcpy(host, text + 1, (size_t)(rb - text - 1));
+		host[rb - text - 1] = '\0';
+		colon = rb + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (colon == NULL || (size_t)(colon - text) >= sizeof host)
+			return -1;
+		memcpy(host, text, (size_t)(colon - text));
+		host[colon - text] = '\0';
+	}
+	char *end;
+	errno = 0;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || colon[1] == '\0' || port > 65535)
+		return -1;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		*len = sizeof *s4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*len = sizeof *s6;
+		return 0;
+	}
+	return -1;
+}
+
+static void format_sockaddr(const struct sockaddr *sa, char *buf, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof ip);
+		snprintf(buf, cap, "%s:%u", ip, ntohs(s4->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof ip);
+		snprintf(buf, cap, "[%s]:%u", ip, ntohs(s6->sin6_port));
+	} else {
+		snprintf(buf, cap, "?");
+	}
+}
+
+static void accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+	int socklen, void *arg)
+{
+	(void)lev;
+	struct proxy_listener *l = arg;
+	proxy_conn_accept(l->srv, fd, sa, (socklen_t)socklen, l);
+}
+
+static void accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	(void)lev;
+	const struct proxy_listener *l = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	/* EMFILE and friends: keep running; the listener retries on the next readiness. */
+	fprintf(stderr, "egressd: accept on %s: %s\n", l->text, evutil_socket_error_to_string(err));
+}
+
+static int open_listeners(struct proxy_server *srv, const struct allow_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nlisten_proxy; i++) {
+		if (srv->nlisteners == PROXY_MAX_LISTENERS) {
+			fprintf(stderr, "egressd: %s: listen.proxy: more than %d addresses\n",
+				cfg->path, PROXY_MAX_LISTENERS);
+			return -1;
+		}
+		struct proxy_listener *l = &srv->listeners[srv->nlisteners];
+		l->srv = srv;
+		if (parse_listen(cfg->listen_proxy[i], &l->addr, &l->addrlen) == -1) {
+			fprintf(stderr, "egressd: %s: listen.proxy: \"%s\" is not IP:PORT\n", cfg->path,
+				cfg->listen_proxy[i]);
+			return -1;
+		}
+		l->lev = evconnlistener_new_bind(srv->base, accept_cb, l,
+			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 4096,
+			(struct sockaddr *)&l->addr, (int)l->addrlen);
+		if (l->lev == NULL) {
+			fprintf(stderr, "egressd: listen on %s: %s\n", cfg->listen_proxy[i],
+				strerror(errno));
+			return -1;
+		}
+		evconnlistener_set_error_cb(l->lev, accept_error_cb);
+		l->addrlen = sizeof l->addr;
+		if (getsockname(evconnlistener_get_fd(l->lev), (struct sockaddr *)&l->addr,
+			    &l->addrlen) == -1) {
+			fprintf(stderr, "egressd: getsockname: %s\n", strerror(errno));
+			return -1;
+		}
+		format_sockaddr((struct sockaddr *)&l->addr, l->text, sizeof l->text);
+		srv->nlisteners++;
+		fprintf(stderr, "egressd: listening on %s\n", l->text);
+	}
+	return 0;
+}
+
+static void close_listeners(struct proxy_server *srv)
+{
+	for (size_t i = 0; i < srv->nlisteners; i++) {
+		if (srv->listeners[i].lev != NULL) {
+			evconnlistener_free(srv->listeners[i].lev);
+			srv->listeners[i].lev = NULL;
+		}
+	}
+}
+
+static void audit_simple(struct proxy_server *srv, const char *event, const char *k1,
+	const char *v1, const char *k2, const char *v2)
+{
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = event;
+	r.extra[0].key = k1;
+	r.extra[0].value = v1;
+	r.extra[1].key = k2;
+	r.extra[1].value = v2;
+	if (audit_write(srv->audit, &r) == -1)
+		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(srv->audit));
+}
+
+static void check_stopped(struct proxy_server *srv)
+{
+	if (srv->stopping && srv->nconns == 0)
+		event_base_loopexit(srv->base, NULL);
+}
+
+static void grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct proxy_server *srv = arg;
+	while (srv->conns != NULL)
+		proxy_conn_close(srv->conns, "shutdown");
+	check_stopped(srv);
+}
+
+static void begin_stop(struct proxy_server *srv, const char *why)
+{
+	if (srv->stopping)
+		return;
+	srv->stopping = 1;
+	fprintf(stderr, "egressd: %s: stopping (open connections: %zu)\n", why, srv->nconns);
+	close_listeners(srv);
+	/* Connections waiting for a request head carry nothing: close them now. */
+	struct proxy_conn *c = srv->conns;
+	while (c != NULL) {
+		struct proxy_conn *next = c->next;
+		if (c->state == PROXY_CS_HEAD && c->req.bytes == 0)
+			proxy_conn_close(c, "shutdown");
+		c = next;
+	}
+	uint64_t ms = srv->gen->cfg->limits.shutdown_grace_ms;
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+	srv->grace = evtimer_new(srv->base, grace_cb, srv);
+	if (srv->grace != NULL)
+		evtimer_add(srv->grace, &tv);
+	check_stopped(srv);
+}
+
+static void reload(struct proxy_server *srv)
+{
+	struct allow_errors errs = {0};
+	struct allow_config *cfg = allow_config_load(srv->config_path, &errs);
+	if (cfg == NULL) {
+		print_errors(&errs);
+		fprintf(stderr, "egressd: reload failed; the running config stays\n");
+		audit_simple(srv, "config", "config", srv->config_path, "error",
+			errs.n ? errs.lines[0] : "unreadable");
+		allow_errors_free(&errs);
+		return;
+	}
+	struct proxy_gen *gen = gen_new(srv->base, cfg);
+	if (gen == NULL) {
+		fprintf(stderr, "egressd: reload failed; the running config stays\n");
+		return;
+	}
+	proxy_gen_release(srv->gen);
+	srv->gen = gen;
+	fprintf(stderr, "egressd: reloaded %s\n", srv->config_path);
+	audit_simple(srv, "config", "config", srv->config_path, "result", "reloaded");
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	struct proxy_server *srv = arg;
+	switch (sig) {
+	case SIGTERM:
+		begin_stop(srv, "SIGTERM");
+		break;
+	case SIGINT:
+		begin_stop(srv, "SIGINT");
+		break;
+	case SIGHUP:
+		reload(srv);
+		break;
+	case SIGUSR1:
+		if (audit_reopen(srv->audit) == -1)
+			fprintf(stderr, "egressd: audit reopen: %s\n", audit_last_error(srv->audit));
+		break;
+	default:
+		break;
+	}
+}
+
+void proxy_server_conn_gone(struct proxy_server *srv)
+{
+	check_stopped(srv);
+}
+
+int proxy_serve(const char *config_path)
+{
+	struct allow_errors errs = {0};
+	struct allow_config *cfg = allow_config_load(config_path, &errs);
+	if (cfg == NULL) {
+		print_errors(&errs);
+		allow_errors_free(&errs);
+		return 2;
+	}
+	struct proxy_server srv_storage;
+	struct proxy_server *srv = &srv_storage;
+	memset(srv, 0, sizeof *srv);
+	srv->next_conn_id = 1;
+	srv->config_path = strdup(config_path);
+	int rc = 1;
+
+	srv->base = event_base_new();
+	if (srv->base == NULL || srv->config_path == NULL) {
+		fprintf(stderr, "egressd: out of memory\n");
+		allow_config_free(cfg);
+		goto out;
+	}
+	char err[256] = "";
+	srv->audit = audit_open(cfg->audit_path, cfg->audit_chain, err, sizeof err);
+	if (srv->audit == NULL) {
+		fprintf(stderr, "egressd: audit.path %s: %s\n", cfg->audit_path, err);
+		allow_config_free(cfg);
+		goto out;
+	}
+	srv->gen = gen_new(srv->base, cfg);
+	if (srv->gen == NULL)
+		goto out;
+	if (open_listeners(srv, srv->gen->cfg) == -1)
+		goto out;
+
+	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
+	for (int i = 0; i < 5; i++) {
+		srv->sig[i] = evsignal_new(srv->base, sigs[i], signal_cb, srv);
+		if (srv->sig[i] == NULL || evsignal_add(srv->sig[i], NULL) == -1) {
+			fprintf(stderr, "egressd: cannot watch signal %d\n", sigs[i]);
+			goto out;
+		}
+	}
+
+	char pid[24], listen[PROXY_MAX_LISTENERS * PROXY_ADDR_TEXT] = "";
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	size_t off = 0;
+	for (size_t i = 0; i < srv->nlisteners && off < sizeof listen; i++)
+		off += (size_t)snprintf(listen + off, sizeof listen - off, "%s%s", i ? " " : "",
+			srv->listeners[i].text);
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "start";
+	r.extra[0].key = "version";
+	r.extra[0].value = EGRESSD_VERSION;
+	r.extra[1].key = "pid";
+	r.extra[1].value = pid;
+	r.extra[2].key = "listen";
+	r.extra[2].value = listen;
+	audit_write(srv->audit, &r);
+	char nsess[24];
+	snprintf(nsess, sizeof nsess, "%zu", srv->gen->cfg->nsessions);
+	audit_simple(srv, "config", "config", srv->config_path, "sessions", nsess);
+	if (srv->gen->dflt == NULL)
+		fprintf(stderr, "egressd: no session named \"default\": every connection will be "
+				"denied\n");
+
+	event_base_dispatch(srv->base);
+	rc = srv->exit_code;
+
+	audit_rec_init(&r);
+	r.event = "stop";
+	audit_write(srv->audit, &r);
+out:
+	while (srv->conns != NULL)
+		proxy_conn_close(srv->conns, "shutdown");
+	close_listeners(srv);
+	for (int i = 0; i < 5; i++)
+		if (srv->sig[i] != NULL)
+			event_free(srv->sig[i]);
+	if (srv->grace != NULL)
+		event_free(srv->grace);
+	proxy_gen_release(srv->gen);
+	audit_close(srv->audit);
+	if (srv->base != NULL)
+		event_base_free(srv->base);
+	free(srv->config_path);
+	allow_errors_free(&errs);
+	return rc;
+}
