@@ -25,7 +25,7 @@ sessions:
         allowDomains: ["*"]
         enforce: sandbox
 """
-ERROR_SPOTS = [("bogus", "bogus"), ("maxHeaderBytes", "lots"), ("allowDomains", '"*"')]
+ERROR_SPOTS = [("bogus", "1"), ("maxHeaderBytes", "lots"), ("allowDomains", '"*"')]
 
 
 def positions(text, key, value):

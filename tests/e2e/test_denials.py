@@ -276,7 +276,9 @@ def check_denial(cs, r, c):
         check(word in line, "body does not contain %r: %r" % (word, line))
     sentences = [s for s in re.split(r"(?<=[.!])\s+", line) if s]
     last = sentences[-1] if sentences else ""
-    check(RETRY_RE.search(last) and "proxy" in last.lower(),
+    # The wording is egressd's; what matters is that the last sentence is about retrying and
+    # names the proxy (as "proxy" or "egressd") so an agent stops looking for a way around.
+    check(RETRY_RE.search(last) and ("proxy" in last.lower() or "egressd" in last.lower()),
           "body's last sentence does not say retrying around the proxy will not work: %r" % line)
     check(c.at_eof(3), "connection still open after a denial")
 
