@@ -534,7 +534,11 @@ static char *addr_text(struct cfg_loader *ld, yaml_node_t *val, uint16_t default
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	char why[128];
-	if (allow_config_addr_parse(v, default_port, &ss, &sl, why, sizeof why) == -1) {
+	/* A default port marks a server address, where ":0" means nothing. */
+	int rc = default_port != 0
+		? allow_config_server_parse(v, default_port, &ss, &sl, why, sizeof why)
+		: allow_config_addr_parse(v, default_port, &ss, &sl, why, sizeof why);
+	if (rc == -1) {
 		char q[CFG_QUOTE_BUF];
 		err_at(ld, val, "%s is not a valid address: %s", quote(q, sizeof q, v, len), why);
 		return NULL;
@@ -1042,6 +1046,10 @@ static int set_token(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t
 	const char *v = scalar_text(ld, val, "a token string", &len);
 	if (v == NULL)
 		return -1;
+	if (len == 0) {
+		err_at(ld, val, "must not be empty");
+		return -1;
+	}
 	w->s.token = strdup(v);
 	if (w->s.token == NULL) {
 		err_oom(ld, val);
@@ -1141,8 +1149,11 @@ static int set_token_file(struct cfg_loader *ld, const struct cfg_key *k, yaml_n
 	}
 	char why[128];
 	if (read_token_file(full, &w->s.token, why, sizeof why) == -1) {
+		/* The resolved path, whole: which folder a relative path was taken from is the
+		 * point of the message. */
+		char qfull[CFG_MSG_MAX / 2];
 		err_at(ld, val, "cannot use %s as a token file: %s",
-			quote(q, sizeof q, full, strlen(full)), why);
+			quote(qfull, sizeof qfull, full, strlen(full)), why);
 		return -1;
 	}
 	return 0;

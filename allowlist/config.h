@@ -109,11 +109,15 @@ int allow_duration_parse(const char *in, size_t len, uint64_t *out_ms);
 void allow_size_format(uint64_t bytes, char *buf, size_t cap);
 void allow_duration_format(uint64_t ms, char *buf, size_t cap);
 
-/* Parses a listening or server address: "IPv4", "IPv4:PORT", "IPv6", "[IPv6]" or "[IPv6]:PORT"
- * (IP literals only; a port is 1-65535 without leading zeros).  Without a port, default_port is
- * used, and 0 makes the port required.  Returns 0 with the address in *out / *outlen, or -1 with
- * a reason in err. */
+/* Parses a listening address: "IPv4", "IPv4:PORT", "IPv6", "[IPv6]" or "[IPv6]:PORT" (IP
+ * literals only; a port is 1-65535 without leading zeros, or exactly "0" for an ephemeral port,
+ * which leaves the port 0 in *out).  Without a port, default_port is used, and 0 makes the port
+ * required.  Returns 0 with the address in *out / *outlen, or -1 with a reason in err. */
 int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockaddr_storage *out,
 	socklen_t *outlen, char *err, size_t errlen);
+
+/* The same for an address egressd connects to (dns.servers): port 0 is refused. */
+int allow_config_server_parse(const char *in, uint16_t default_port,
+	struct sockaddr_storage *out, socklen_t *outlen, char *err, size_t errlen);
 
 #endif

@@ -143,8 +143,9 @@ static int port_parse(const char *in, size_t len, uint16_t *port)
 	return 0;
 }
 
-int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockaddr_storage *out,
-	socklen_t *outlen, char *err, size_t errlen)
+/* listener: whether ":0" (an ephemeral port) is acceptable. */
+static int addr_parse(const char *in, uint16_t default_port, int listener,
+	struct sockaddr_storage *out, socklen_t *outlen, char *err, size_t errlen)
 {
 	char host[INET6_ADDRSTRLEN + 1];
 	size_t len = strlen(in);
@@ -188,9 +189,10 @@ int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockad
 
 	uint16_t p = default_port;
 	/* Port 0 asks the kernel for an ephemeral port (listeners; egressd prints the one it got). */
-	int ephemeral = port != NULL && strcmp(port, "0") == 0;
+	int ephemeral = listener && port != NULL && strcmp(port, "0") == 0;
 	if (port != NULL && !ephemeral && port_parse(port, strlen(port), &p) == -1) {
-		snprintf(err, errlen, "the port must be 1-65535 (or 0 for an ephemeral port)");
+		snprintf(err, errlen, listener ? "the port must be 1-65535 (or 0 for an ephemeral port)"
+					       : "the port must be 1-65535");
 		return -1;
 	}
 	if (ephemeral)
@@ -217,4 +219,16 @@ int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockad
 	}
 	snprintf(err, errlen, "expected an IP address (names are not accepted here)");
 	return -1;
+}
+
+int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockaddr_storage *out,
+	socklen_t *outlen, char *err, size_t errlen)
+{
+	return addr_parse(in, default_port, 1, out, outlen, err, errlen);
+}
+
+int allow_config_server_parse(const char *in, uint16_t default_port,
+	struct sockaddr_storage *out, socklen_t *outlen, char *err, size_t errlen)
+{
+	return addr_parse(in, default_port, 0, out, outlen, err, errlen);
 }
