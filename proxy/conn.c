@@ -100,7 +100,7 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	proxy_head_free(&c->req);
 	proxy_head_free(&c->resp);
 	free(c->path);
-	if (c->session != NULL && c->session->active > 0)
+	if (c->session_counted)
 		c->session->active--;
 	if (c->prev != NULL)
 		c->prev->next = c->next;
@@ -419,14 +419,17 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	memcpy(&c->local, &l->addr, l->addrlen);
 	c->locallen = l->addrlen;
 	struct dns_addr a = {0};
+	c->peer.family = sa->sa_family;
 	if (sa->sa_family == AF_INET) {
 		a.family = AF_INET;
 		memcpy(a.addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		c->peer = a;
 		proxy_format_addr(&a, ntohs(((const struct sockaddr_in *)sa)->sin_port), c->client_text,
 			sizeof c->client_text);
 	} else if (sa->sa_family == AF_INET6) {
 		a.family = AF_INET6;
 		memcpy(a.addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		c->peer = a;
 		proxy_format_addr(&a, ntohs(((const struct sockaddr_in6 *)sa)->sin6_port),
 			c->client_text, sizeof c->client_text);
 	}
@@ -435,13 +438,6 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 		srv->conns->prev = c;
 	srv->conns = c;
 	srv->nconns++;
-
-	/* Sessions other than "default" are picked by later issues' mechanisms. */
-	c->session = c->gen->dflt;
-	if (c->session != NULL) {
-		c->session->active++;
-		c->session->total++;
-	}
 
 	evutil_make_socket_nonblocking(fd);
 	set_nodelay(fd);

@@ -9,6 +9,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include <strings.h>
+
+#include <openssl/evp.h>
+
 #include "allowlist/tags.h"
 #include "audit/audit.h"
 #include "proxy/proxy.h"
@@ -42,12 +46,12 @@ void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char
 	r.conn = c->id;
 	r.session = c->session ? c->session->cfg->name : NULL;
 	r.client = c->client_text;
-	r.method = c->method[0] ? c->method : NULL;
+	r.method = c->method[0] && !c->is_connect ? c->method : NULL;
 	if (c->dest.host[0]) {
 		r.host = c->dest.host;
 		r.port = c->dest.port;
 	}
-	if (!c->is_connect && c->req.complete && c->path != NULL)
+	if (!c->is_connect && c->path != NULL)
 		r.path = c->path;
 	if (c->action) {
 		allow_tags_format(c->action, ",", action, sizeof action);
@@ -101,6 +105,8 @@ void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char
 	}
 	if (status == 429)
 		evbuffer_add_printf(out, "Retry-After: 60\r\n");
+	if (status == 407)
+		evbuffer_add_printf(out, "Proxy-Authenticate: Basic realm=\"egressd\"\r\n");
 	evbuffer_add_printf(out,
 		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\n"
 		"Connection: close\r\nProxy-Connection: close\r\n\r\n",
@@ -159,7 +165,7 @@ static int judge_addresses(struct proxy_conn *c, const struct dns_addr *addrs, s
 	char *colon = strrchr(ip, ':');
 	if (colon != NULL)
 		*colon = '\0';
-	snprintf(rule, sizeof rule, "address policy: %s is %s", ip, first_why);
+	snprintf(rule, sizeof rule, "dns.allowAddresses (%s is %s)", ip, first_why);
 	char detail[400];
 	snprintf(detail, sizeof detail,
 		"%s resolves only to addresses egressd never dials; add the range to "
@@ -185,6 +191,147 @@ static void dns_done(enum dns_status st, const struct dns_answer *ans, void *arg
 	proxy_conn_start_upstream(c);
 }
 
+/* Compares in time that depends only on the lengths, so a token is not guessed byte by byte. */
+static int token_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+	unsigned char diff = (unsigned char)(alen != blen);
+	for (size_t i = 0; i < alen && i < blen; i++)
+		diff |= (unsigned char)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
+/* The session named by "Proxy-Authorization: Basic base64(name:token)"; NULL when the header
+ * does not name a session with that token. */
+static struct proxy_session *session_by_auth(struct proxy_conn *c, const char *v, size_t n)
+{
+	while (n > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	if (n < 6 || strncasecmp(v, "basic ", 6) != 0)
+		return NULL;
+	v += 6;
+	n -= 6;
+	while (n > 0 && v[0] == ' ') {
+		v++;
+		n--;
+	}
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n > 1024 || n % 4 != 0)
+		return NULL;
+	unsigned char dec[800];
+	int dlen = EVP_DecodeBlock(dec, (const unsigned char *)v, (int)n);
+	if (dlen < 0)
+		return NULL;
+	/* EVP_DecodeBlock counts the padding as zero bytes. */
+	if (v[n - 1] == '=')
+		dlen--;
+	if (v[n - 2] == '=')
+		dlen--;
+	const unsigned char *colon = memchr(dec, ':', (size_t)dlen);
+	if (colon == NULL)
+		return NULL;
+	size_t namelen = (size_t)(colon - dec);
+	const char *tok = (const char *)colon + 1;
+	size_t toklen = (size_t)dlen - namelen - 1;
+	for (size_t i = 0; i < c->gen->cfg->nsessions; i++) {
+		struct proxy_session *s = &c->gen->sessions[i];
+		const char *name = s->cfg->name;
+		if (s->cfg->token == NULL || strlen(name) != namelen || memcmp(name, dec, namelen) != 0)
+			continue;
+		if (token_equal(tok, toklen, s->cfg->token, strlen(s->cfg->token)))
+			return s;
+		return NULL;
+	}
+	return NULL;
+}
+
+static struct proxy_session *session_by_client(struct proxy_conn *c)
+{
+	for (size_t i = 0; i < c->gen->cfg->nsessions; i++) {
+		const struct allow_session_config *sc = &c->gen->sessions[i].cfg[0];
+		for (size_t j = 0; j < sc->nclients; j++)
+			if (allow_cidr_contains(&sc->clients[j], c->peer.family, c->peer.addr))
+				return &c->gen->sessions[i];
+	}
+	return NULL;
+}
+
+int proxy_session_pick(struct proxy_conn *c)
+{
+	size_t n;
+	const char *auth = proxy_head_get(&c->req, "proxy-authorization", &n);
+	struct proxy_session *s = NULL;
+	int any_token = 0;
+	for (size_t i = 0; i < c->gen->cfg->nsessions; i++)
+		any_token |= c->gen->sessions[i].cfg->token != NULL;
+	if (auth != NULL) {
+		s = session_by_auth(c, auth, n);
+		if (s == NULL) {
+			proxy_deny(c, 407, "auth-required", "sessions.*.auth",
+				"The Proxy-Authorization header does not name a session with its token; "
+				"send Basic credentials SESSION:TOKEN");
+			return -1;
+		}
+	} else {
+		s = session_by_client(c);
+		if (s == NULL)
+			s = c->gen->dflt;
+	}
+	if (s == NULL) {
+		if (any_token)
+			proxy_deny(c, 407, "auth-required", "sessions.*.auth",
+				"No session matched this connection; send Proxy-Authorization: Basic "
+				"credentials SESSION:TOKEN");
+		else
+			proxy_deny(c, 403, "no-session", "sessions (no session named default)",
+				"No session matched this connection; add a session named default to the "
+				"config");
+		return -1;
+	}
+	if (c->session != NULL && c->session != s) {
+		proxy_deny(c, 400, "bad-request", "sessions",
+			"One connection belongs to one session; open a new connection for another");
+		return -1;
+	}
+	const struct allow_limits *lim = &s->cfg->limits;
+	if (c->session == NULL) {
+		uint64_t now = proxy_now_ms();
+		char rule[120];
+		c->session = s;
+		if (lim->expires_in_ms != ALLOW_UNLIMITED && now - s->started_ms >= lim->expires_in_ms) {
+			proxy_deny(c, 403, "session-expired", "limits.expiresIn",
+				"The session's lifetime is over; start a new session");
+			return -1;
+		}
+		if (s->active >= lim->max_connections) {
+			snprintf(rule, sizeof rule, "limits.maxConnections (%llu)",
+				(unsigned long long)lim->max_connections);
+			proxy_deny(c, 429, "limit-connections", rule,
+				"The session has as many open connections as it may; close one first");
+			return -1;
+		}
+		if (s->total >= lim->max_connections_total) {
+			snprintf(rule, sizeof rule, "limits.maxConnectionsTotal (%llu)",
+				(unsigned long long)lim->max_connections_total);
+			proxy_deny(c, 429, "limit-connections", rule,
+				"The session has used all the connections it may open");
+			return -1;
+		}
+		s->active++;
+		s->total++;
+		c->session_counted = 1;
+	}
+	if (s->bytes_out >= lim->max_bytes_out || s->bytes_in >= lim->max_bytes_in) {
+		proxy_deny(c, 429, "limit-bytes",
+			s->bytes_out >= lim->max_bytes_out ? "limits.maxBytesOut" : "limits.maxBytesIn",
+			"The session has moved all the bytes it may");
+		return -1;
+	}
+	return 0;
+}
+
 void proxy_decide(struct proxy_conn *c)
 {
 	/* A kept-alive upstream to the same destination is reused once the policy agrees. */
@@ -193,11 +340,8 @@ void proxy_decide(struct proxy_conn *c)
 	int reuse = c->up.bev != NULL && c->up_idle && strcmp(key, c->up_key) == 0;
 	memcpy(kept_addr, c->addr_text, sizeof kept_addr);
 	c->addr_text[0] = '\0';
-	if (c->session == NULL) {
-		proxy_deny(c, 403, "no-session", "sessions (no session named default)",
-			"No session matched this connection; add a session named default to the config");
+	if (proxy_session_pick(c) == -1)
 		return;
-	}
 	struct allow_decision d;
 	allow_decide(&c->session->cfg->bound, &c->dest, c->action, &d);
 	if (d.reason != ALLOW_OK) {

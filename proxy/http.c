@@ -445,7 +445,7 @@ static void request_head_done(struct proxy_conn *c)
 		err = allow_canon_authority(url, ulen, 0, &c->dest);
 		if (err != ALLOW_CANON_OK) {
 			char why[200];
-			snprintf(why, sizeof why, "the CONNECT target is not host:port (%s)",
+			snprintf(why, sizeof why, "The CONNECT target is not host:port (%s)",
 				allow_canon_strerror(err));
 			bad_request(c, 400, "bad-request", why);
 			return;
@@ -459,10 +459,10 @@ static void request_head_done(struct proxy_conn *c)
 	if (ulen < sizeof http_scheme - 1 || strncasecmp(url, http_scheme, sizeof http_scheme - 1) != 0) {
 		if (ulen >= 8 && strncasecmp(url, "https://", 8) == 0)
 			bad_request(c, 400, "bad-request",
-				"https URLs go through CONNECT (set HTTPS_PROXY, not a plain request)");
+				"Https URLs go through CONNECT (set HTTPS_PROXY, not a plain request)");
 		else
 			bad_request(c, 400, "bad-request",
-				"egressd is a forward proxy: send the absolute URI (http://host/path) or "
+				"This is a forward proxy: send the absolute URI (http://host/path) or "
 				"use CONNECT");
 		return;
 	}
@@ -473,7 +473,7 @@ static void request_head_done(struct proxy_conn *c)
 	err = allow_canon_authority(auth, (size_t)(aend - auth), 80, &c->dest);
 	if (err != ALLOW_CANON_OK) {
 		char why[200];
-		snprintf(why, sizeof why, "the request URI's host is not valid (%s)",
+		snprintf(why, sizeof why, "The request URI's host is not valid (%s)",
 			allow_canon_strerror(err));
 		bad_request(c, 400, "bad-request", why);
 		return;
@@ -554,14 +554,14 @@ void proxy_http_client_read(struct proxy_conn *c)
 			if (c->req.overflow || e == HPE_HEADER_OVERFLOW) {
 				if (c->req.nfields == 0)
 					bad_request(c, 414, "uri-too-long",
-						"the request line is longer than limits.maxHeaderBytes");
+						"The request line is longer than limits.maxHeaderBytes");
 				else
 					bad_request(c, 431, "headers-too-large",
-						"the request head is larger than limits.maxHeaderBytes "
+						"The request head is larger than limits.maxHeaderBytes "
 						"or has more than limits.maxHeaders fields");
 			} else {
 				char why[200];
-				snprintf(why, sizeof why, "malformed request: %s",
+				snprintf(why, sizeof why, "Malformed request: %s",
 					http_errno_description(e));
 				bad_request(c, 400, "bad-request", why);
 			}

@@ -121,12 +121,14 @@ struct proxy_conn {
 	struct proxy_server *srv;
 	struct proxy_gen *gen;          /* the generation this connection decides under */
 	struct proxy_session *session;  /* NULL: no session matched */
+	int session_counted;            /* counted in session->active */
 	struct proxy_conn *prev, *next; /* in srv->conns */
 	uint64_t id;                    /* audit "conn" */
 	enum proxy_conn_state state;
 	struct proxy_half client;
 	struct proxy_half up;
 	char client_text[PROXY_ADDR_TEXT];
+	struct dns_addr peer;           /* the client's address, for sessions' clients lists */
 	struct sockaddr_storage local;  /* the listener address the client reached */
 	socklen_t locallen;
 
@@ -183,6 +185,10 @@ void proxy_conn_arm_timer(struct proxy_conn *c, uint64_t ms);
 void proxy_conn_start_upstream(struct proxy_conn *c);
 void proxy_conn_touch(struct proxy_conn *c);
 void proxy_conn_finish(struct proxy_conn *c, const char *end);
+
+/* Picks the session of the request in c->req (DESIGN.md 4.4) and applies its limits.  Returns 0;
+ * or -1 after answering with a denial. */
+int proxy_session_pick(struct proxy_conn *c);
 
 /* The upstream socket connected: start forwarding (http.c) or relaying (relay.c). */
 void proxy_conn_upstream_connected(struct proxy_conn *c);

@@ -337,9 +337,6 @@ int proxy_serve(const char *config_path)
 	srv->gen = gen_new(srv->base, cfg);
 	if (srv->gen == NULL)
 		goto out;
-	if (open_listeners(srv, srv->gen->cfg) == -1)
-		goto out;
-
 	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
 	for (int i = 0; i < 5; i++) {
 		srv->sig[i] = evsignal_new(srv->base, sigs[i], signal_cb, srv);
@@ -348,6 +345,9 @@ int proxy_serve(const char *config_path)
 			goto out;
 		}
 	}
+
+	if (open_listeners(srv, srv->gen->cfg) == -1)
+		goto out;
 
 	char pid[24], listen[PROXY_MAX_LISTENERS * PROXY_ADDR_TEXT] = "";
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());

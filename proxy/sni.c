@@ -23,11 +23,13 @@ struct hello {
 	size_t nbound;                                 /* entries in bound */
 };
 
+/* A big-endian 16-bit field. */
 static unsigned be16(const uint8_t *p)
 {
 	return (unsigned)p[0] << 8 | p[1];
 }
 
+/* Sets *why (when asked for) and returns r. */
 static enum proxy_sni_result fail(const char **why, enum proxy_sni_result r, const char *text)
 {
 	if (why != NULL)
