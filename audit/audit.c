@@ -66,6 +66,7 @@ void audit_rec_init(struct audit_rec *r)
 	r->duration_ms = -1;
 }
 
+/* Formats "what path: strerror(errnum)" (errnum 0: no strerror part) into err, if any. */
 static void set_err(char *err, size_t errlen, const char *what, const char *path, int errnum)
 {
 	if (err == NULL || errlen == 0)
@@ -76,6 +77,7 @@ static void set_err(char *err, size_t errlen, const char *what, const char *path
 		snprintf(err, errlen, "%s %s", what, path);
 }
 
+/* Records a write-side error for audit_last_error. */
 static void log_err(struct audit_log *log, const char *what, int errnum)
 {
 	log->has_error = 1;
@@ -168,6 +170,7 @@ static int load_tail(struct audit_log *log, int fd, const char *path, char *err,
 	return 0;
 }
 
+/* Opens path for appending, creating it mode 0600; the fd or -1 with errno. */
 static int open_file(const char *path, int chain)
 {
 	/* Reading is needed only to find the last line for the chain. */
@@ -226,6 +229,7 @@ struct fmt {
 	int left; /* fields that may still follow the current one */
 };
 
+/* Appends n bytes of s to the line. */
 static void put(struct fmt *f, const char *s, size_t n)
 {
 	/* Budgets below keep every write inside lim; this only guards against a mistake. */
@@ -235,6 +239,7 @@ static void put(struct fmt *f, const char *s, size_t n)
 	f->pos += n;
 }
 
+/* Appends ,"key": for one of our own (plain ASCII) key names. */
 static void put_key(struct fmt *f, const char *key)
 {
 	f->buf[f->pos++] = ',';
@@ -244,6 +249,7 @@ static void put_key(struct fmt *f, const char *key)
 	f->buf[f->pos++] = ':';
 }
 
+/* Appends v in decimal. */
 static void put_u64(struct fmt *f, uint64_t v)
 {
 	char tmp[24];
@@ -255,6 +261,7 @@ static void put_u64(struct fmt *f, uint64_t v)
 	put(f, tmp + i, sizeof tmp - i);
 }
 
+/* Appends a number field, or nothing when v is negative (absent). */
 static void put_num(struct fmt *f, const char *key, int64_t v)
 {
 	f->left--;
@@ -284,6 +291,8 @@ static void put_escaped(struct fmt *f, const char *s, size_t room)
 	f->buf[f->pos++] = '"';
 }
 
+/* Appends a string field, or nothing when v is NULL (absent), leaving the reserve for the
+ * fields that may follow. */
 static void put_str(struct fmt *f, const char *key, const char *v)
 {
 	f->left--;
@@ -298,6 +307,7 @@ static const char *const std_keys[] = {"ts", "seq", "event", "conn", "session", 
 	"method", "host", "port", "path", "action", "decision", "reason", "rule", "addr", "status",
 	"bytes_out", "bytes_in", "duration_ms", "end", "prev"};
 
+/* Whether k is one of the DESIGN.md keys, which extras may not reuse. */
 static int is_std_key(const char *k)
 {
 	for (size_t i = 0; i < sizeof std_keys / sizeof std_keys[0]; i++)
@@ -306,6 +316,7 @@ static int is_std_key(const char *k)
 	return 0;
 }
 
+/* Opens the object with its ts; the text of the second is reused within that second. */
 static void put_ts(struct audit_log *log, struct fmt *f)
 {
 	struct timespec now;
@@ -498,6 +509,7 @@ void audit_close(struct audit_log *log)
 	free(log);
 }
 
+/* Whether p[0..n) is 64 lower-case hex digits. */
 static int is_hex64(const char *p, size_t n)
 {
 	if (n != SHA256_HEX)

@@ -47,6 +47,7 @@ struct audit_rec {
 /* A record with every field absent. */
 void audit_rec_init(struct audit_rec *r);
 
+/* One open log.  Not locked: use it from one thread (the event loop). */
 struct audit_log;
 
 /* Opens (appends to, creating mode 0600) path, or standard output for "-".  With chain, each
@@ -71,7 +72,9 @@ uint64_t audit_dropped(const struct audit_log *log);
 void audit_close(struct audit_log *log);
 
 /* Checks the chain of an audit file: prints the first broken line to err.  0 intact, 1 broken,
- * -1 unreadable. */
+ * -1 unreadable.  Every line must be a JSON object; the first line's prev is not checked (it may
+ * name a line of a rotated file), every later line's prev must be the SHA-256 of the line
+ * before (docs/audit.md). */
 int audit_verify(const char *path, char *err, size_t errlen);
 
 #endif

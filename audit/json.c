@@ -108,6 +108,7 @@ struct jrd {
 
 #define JSON_DEPTH_MAX 32
 
+/* Keeps the first error and returns -1. */
 static int jfail(struct jrd *r, const char *why)
 {
 	if (r->why == NULL)
@@ -115,12 +116,14 @@ static int jfail(struct jrd *r, const char *why)
 	return -1;
 }
 
+/* Skips JSON white space. */
 static void jws(struct jrd *r)
 {
 	while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r'))
 		r->p++;
 }
 
+/* Reads the 4 hex digits of a \u escape. */
 static int jhex4(struct jrd *r)
 {
 	if (r->end - r->p < 4)
@@ -178,6 +181,7 @@ static int jstring(struct jrd *r, const unsigned char **s, size_t *slen)
 	return jfail(r, "unterminated string");
 }
 
+/* Reads one or more decimal digits. */
 static int jdigits(struct jrd *r)
 {
 	const unsigned char *s = r->p;
@@ -186,6 +190,7 @@ static int jdigits(struct jrd *r)
 	return r->p == s ? jfail(r, "bad number") : 0;
 }
 
+/* Reads a number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
 static int jnumber(struct jrd *r)
 {
 	if (r->p < r->end && *r->p == '-')
@@ -211,6 +216,7 @@ static int jnumber(struct jrd *r)
 
 static int jvalue(struct jrd *r);
 
+/* Reads the literal w (true, false, null). */
 static int jword(struct jrd *r, const char *w)
 {
 	size_t n = strlen(w);
@@ -220,6 +226,7 @@ static int jword(struct jrd *r, const char *w)
 	return 0;
 }
 
+/* Reads an object (obj) or array starting at its opening bracket. */
 static int jcontainer(struct jrd *r, int obj)
 {
 	if (++r->depth > JSON_DEPTH_MAX)
@@ -257,6 +264,7 @@ static int jcontainer(struct jrd *r, int obj)
 	}
 }
 
+/* Reads any value. */
 static int jvalue(struct jrd *r)
 {
 	jws(r);
