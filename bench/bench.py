@@ -107,6 +107,23 @@ class Procs:
 PROCS = Procs()
 
 
+def run(argv, timeout, **kw):
+    """subprocess.run in a process group of its own: on a timeout, a signal or any other exit the
+    whole group (cmake's compilers, say) is killed, not only its leader.  Captures text output."""
+    p = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        raise
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
 def on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 
@@ -144,14 +161,14 @@ def ensure_packages(allow_install):
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     log("installing %s" % " ".join(missing))
     cmd = ["apt-get", "install", "-y", "--no-install-recommends"] + missing
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    r = run(cmd, 600, env=env)
     if r.returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=300)
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        run(["apt-get", "update"], 300, env=env)
+        r = run(cmd, 600, env=env)
     for svc, pf in SERVICES.items():
         if svc in missing and running_before[svc] is None and pidfile_pid(pf) is not None:
             log("stopping the %s service the package started" % svc)
-            subprocess.run(["service", svc, "stop"], capture_output=True, timeout=60)
+            run(["service", svc, "stop"], 60)
             pid = pidfile_pid(pf)
             if pid is not None:
                 os.kill(pid, signal.SIGTERM)
@@ -189,12 +206,10 @@ def build_egressd(build_dir, skip):
     if skip:
         return (exe, None) if os.access(exe, os.X_OK) else (None, "no %s (--skip-build)" % exe)
     log("building egressd in %s" % build_dir)
-    r = subprocess.run(["cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"],
-                       capture_output=True, text=True, timeout=300)
+    r = run(["cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"], 300)
     if r.returncode != 0:
         return None, "cmake configure failed: " + error_lines(r.stderr + r.stdout)
-    r = subprocess.run(["cmake", "--build", build_dir, "--target", "egressd", "-j2"],
-                       capture_output=True, text=True, timeout=900)
+    r = run(["cmake", "--build", build_dir, "--target", "egressd", "-j2"], 900)
     if r.returncode != 0:
         return None, "build failed: " + error_lines(r.stdout + r.stderr)
     if not os.access(exe, os.X_OK):
@@ -209,18 +224,18 @@ def build_helpers(build_dir):
     os.makedirs(out, exist_ok=True)
     cc = os.environ.get("CC", "cc")
     client = os.path.join(out, "benchclient")
-    subprocess.run([cc] + CFLAGS + ["-o", client, os.path.join(HERE, "benchclient.c"),
-                                    "-lssl", "-lcrypto"], check=True, timeout=120)
+    r = run([cc] + CFLAGS + ["-o", client, os.path.join(HERE, "benchclient.c"), "-lssl",
+                             "-lcrypto"], 120)
+    if r.returncode != 0:
+        raise SystemExit("bench: benchclient did not compile: " + error_lines(r.stderr))
     # decide_bench links the allowlist library of the same build as the egressd it measures.
-    r = subprocess.run(["cmake", "--build", build_dir, "--target", "egressd_allowlist", "-j2"],
-                       capture_output=True, text=True, timeout=600)
+    r = run(["cmake", "--build", build_dir, "--target", "egressd_allowlist", "-j2"], 600)
     lib = os.path.join(build_dir, "libegressd_allowlist.a")
     if r.returncode != 0 or not os.path.exists(lib):
         return client, None, "allowlist library did not build: " + last_lines(r.stdout + r.stderr, 1)
     decide = os.path.join(out, "decide_bench")
-    r = subprocess.run([cc] + CFLAGS + ["-I", ROOT, "-o", decide,
-                                        os.path.join(HERE, "decide_bench.c"), lib, "-lyaml"],
-                       capture_output=True, text=True, timeout=120)
+    r = run([cc] + CFLAGS + ["-I", ROOT, "-o", decide, os.path.join(HERE, "decide_bench.c"), lib,
+                             "-lyaml"], 120)
     if r.returncode != 0:
         return client, None, "decide_bench did not link: " + last_lines(r.stderr, 2)
     return client, decide, None
@@ -276,12 +291,12 @@ def make_origin_files(d):
     with open(os.path.join(www, "64m"), "wb") as f:
         for _ in range(64):
             f.write(chunk)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-                    "-subj", "/CN=" + ORIGIN, "-addext", "subjectAltName=DNS:" + ORIGIN,
-                    "-keyout", os.path.join(d, "origin-key.pem"),
-                    "-out", os.path.join(d, "origin-cert.pem")],
-                   check=True, capture_output=True, timeout=60)
+    r = run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+             "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=" + ORIGIN,
+             "-addext", "subjectAltName=DNS:" + ORIGIN, "-keyout",
+             os.path.join(d, "origin-key.pem"), "-out", os.path.join(d, "origin-cert.pem")], 60)
+    if r.returncode != 0:
+        raise SystemExit("bench: openssl req failed: " + last_lines(r.stderr))
     with open(os.path.join(d, "hosts"), "w") as f:
         f.write("127.0.0.1 localhost\n::1 localhost\n127.0.0.1 %s\n" % ORIGIN)
     for root, dirs, files in os.walk(d):
@@ -328,8 +343,7 @@ def start_tinyproxy(d, ports):
     os.chmod(td, 0o777)  # it writes its log and pid file as nobody
     port = free_port()
     hosts = os.path.join(d, "hosts")
-    private = subprocess.run(["unshare", "-m", "--propagation", "private", "true"],
-                             capture_output=True).returncode == 0
+    private = run(["unshare", "-m", "--propagation", "private", "true"], 10).returncode == 0
     # Without a private /etc/hosts the only allowlisted name tinyproxy can resolve is localhost.
     name = ORIGIN if private else "localhost"
     with open(os.path.join(td, "tinyproxy-filter"), "w") as f:
@@ -428,7 +442,7 @@ class Bench:
         return argv
 
     def run_client(self, args, timeout):
-        r = subprocess.run([self.client] + args, capture_output=True, text=True, timeout=timeout)
+        r = run([self.client] + args, timeout)
         lines = r.stdout.strip().splitlines()
         out = json.loads(lines[-1]) if lines else {}
         return r.returncode, out, r.stderr.strip()
@@ -468,8 +482,7 @@ class Bench:
                     "-s", os.path.join(HERE, "wrk_proxy.lua"), url, "--", path,
                     "%s:%d" % (t["host"], http)]
             try:
-                r = subprocess.run(argv, capture_output=True, text=True,
-                                   timeout=self.m["wrk_s"] + 30)
+                r = run(argv, self.m["wrk_s"] + 30)
             except subprocess.TimeoutExpired:
                 self.fail(figs, target, "wrk did not finish")
                 continue
@@ -544,9 +557,9 @@ class Bench:
         pid = self.targets[target]["pid"]
         settle = 1.0 if self.m is MODES["quick"] else 2.0
         before = tree_rss_kib(pid)
-        args = [self.client, "idle", "--count", str(self.m["tunnels"]), "--deadline",
-                str(self.m["tunnel_s"])] + self.client_args(target, self.ports["http"], "connect",
-                                                            False)
+        args = [self.client, "idle", "--path", "/1k", "--count", str(self.m["tunnels"]),
+                "--deadline", str(self.m["tunnel_s"])]
+        args += self.client_args(target, self.ports["http"], "connect", False)
         p = PROCS.start("benchclient idle", args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
         try:
@@ -588,8 +601,8 @@ class Bench:
         """Figure 5: egressd's decision cost with 10, 1,000 and 100,000 patterns."""
         figs = ["decide_10", "decide_1000", "decide_100000"]
         try:
-            r = subprocess.run([self.decide, "--seconds", str(self.m["decide_s"]), "10", "1000",
-                                "100000"], capture_output=True, text=True, timeout=120)
+            r = run([self.decide, "--seconds", str(self.m["decide_s"]), "10", "1000", "100000"],
+                    120)
         except subprocess.TimeoutExpired:
             self.fail(figs, "egressd", "decide_bench overran 120 s")
             return

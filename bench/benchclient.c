@@ -8,9 +8,10 @@
  *       N fetches, each on a new TCP connection (and a full TLS handshake with --tls; no
  *       session resumption); prints one JSON line with the latency distribution.
  *   benchclient get   (same options, no --count): one fetch; prints bytes, seconds and MiB/s.
- *   benchclient idle  --connect PROXY --host NAME --port N --count N --deadline SECONDS
- *       opens N CONNECT tunnels and leaves them idle; prints {"open":K}; closes them all when a
- *       line (or EOF) arrives on standard input; prints {"closed":K}.
+ *   benchclient idle  --connect PROXY --host NAME --port N --path P --count N --deadline SECONDS
+ *       opens N CONNECT tunnels, fetches P once through each (plain HTTP, keep-alive) and leaves
+ *       them idle; prints {"open":K}; closes them all when a line (or EOF) arrives on standard
+ *       input; prints {"closed":K}.
  *
  * --connect is where the TCP connection goes (the proxy, or the origin for DIRECT); --host and
  * --port are the origin as written in the CONNECT line, the absolute URI and Host.  Every loop
@@ -243,11 +244,11 @@ static void bc_close(struct bc_conn *c)
 	}
 }
 
-/* One fetch of o->path on a new connection.  On success returns 0 and the body length in *bytes;
- * on failure -1 and a message on stderr.  The connection is always closed. */
-static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
+/* Sends GET o->path on the established connection c (in its tunnel, over its TLS) and reads the
+ * whole 200 response, leaving c open.  0 with the body length in *bytes, or -1 with a message on
+ * stderr. */
+static int bc_exchange(struct bc_conn *c, const struct bc_opts *o, long long *bytes)
 {
-	struct bc_conn c = {.fd = -1, .ssl = NULL};
 	char req[1024];
 	char head[BC_HEAD_MAX];
 	size_t have = 0;
@@ -255,13 +256,57 @@ static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
 	long long want, got;
 	int n, status;
 
+	if (o->via == BC_VIA_FORWARD)
+		n = snprintf(req, sizeof(req), "GET http://%s:%u%s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->host,
+			o->port, o->path, o->host, o->port);
+	else
+		n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->path, o->host,
+			o->port);
+	if (n < 0 || (size_t)n >= sizeof(req) || bc_write_all(c, req, (size_t)n) == -1) {
+		fprintf(stderr, "benchclient: request write failed\n");
+		return -1;
+	}
+	hl = bc_read_head(c, head, sizeof(head), &have);
+	if (hl == -1) {
+		fprintf(stderr, "benchclient: no response head\n");
+		return -1;
+	}
+	status = bc_status(head);
+	if (status != 200) {
+		fprintf(stderr, "benchclient: status %d: %.*s\n", status, (int)strcspn(head, "\r\n"), head);
+		return -1;
+	}
+	want = bc_content_length(head, (size_t)hl);
+	got = (long long)(have - (size_t)hl);
+	while (want < 0 || got < want) {
+		ssize_t r = bc_read(c, bc_body, sizeof(bc_body));
+
+		if (r == 0 && want < 0)
+			break;
+		if (r <= 0) {
+			fprintf(stderr, "benchclient: body cut at %lld of %lld bytes\n", got, want);
+			return -1;
+		}
+		got += r;
+	}
+	*bytes = got;
+	return 0;
+}
+
+/* One fetch of o->path on a new connection.  On success returns 0 and the body length in *bytes;
+ * on failure -1 and a message on stderr.  The connection is always closed. */
+static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
+{
+	struct bc_conn c = {.fd = -1, .ssl = NULL};
+	int rc = -1;
+
 	c.fd = bc_tcp_open(&o->connect_to);
 	if (c.fd == -1) {
 		fprintf(stderr, "benchclient: connect: %s\n", strerror(errno));
 		return -1;
 	}
 	if (o->via == BC_VIA_CONNECT && bc_connect_tunnel(&c, o) == -1)
-		goto fail;
+		goto out;
 	if (o->tls) {
 		c.ssl = SSL_new(ctx);
 		if (c.ssl == NULL || SSL_set_fd(c.ssl, c.fd) != 1 ||
@@ -269,48 +314,13 @@ static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
 			(o->ca != NULL && SSL_set1_host(c.ssl, o->host) != 1) || SSL_connect(c.ssl) != 1) {
 			fprintf(stderr, "benchclient: TLS handshake failed: %s\n",
 				ERR_reason_error_string(ERR_get_error()));
-			goto fail;
+			goto out;
 		}
 	}
-	if (o->via == BC_VIA_FORWARD)
-		n = snprintf(req, sizeof(req), "GET http://%s:%u%s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->host,
-			o->port, o->path, o->host, o->port);
-	else
-		n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->path, o->host,
-			o->port);
-	if (n < 0 || (size_t)n >= sizeof(req) || bc_write_all(&c, req, (size_t)n) == -1) {
-		fprintf(stderr, "benchclient: request write failed\n");
-		goto fail;
-	}
-	hl = bc_read_head(&c, head, sizeof(head), &have);
-	if (hl == -1) {
-		fprintf(stderr, "benchclient: no response head\n");
-		goto fail;
-	}
-	status = bc_status(head);
-	if (status != 200) {
-		fprintf(stderr, "benchclient: status %d: %.*s\n", status, (int)strcspn(head, "\r\n"), head);
-		goto fail;
-	}
-	want = bc_content_length(head, (size_t)hl);
-	got = (long long)(have - (size_t)hl);
-	while (want < 0 || got < want) {
-		ssize_t r = bc_read(&c, bc_body, sizeof(bc_body));
-
-		if (r == 0 && want < 0)
-			break;
-		if (r <= 0) {
-			fprintf(stderr, "benchclient: body cut at %lld of %lld bytes\n", got, want);
-			goto fail;
-		}
-		got += r;
-	}
-	*bytes = got;
+	rc = bc_exchange(&c, o, bytes);
+out:
 	bc_close(&c);
-	return 0;
-fail:
-	bc_close(&c);
-	return -1;
+	return rc;
 }
 
 static int bc_cmp_double(const void *a, const void *b)
@@ -384,6 +394,7 @@ static int bc_mode_idle(const struct bc_opts *o)
 	struct bc_conn *conns = calloc((size_t)o->count, sizeof(*conns));
 	double start = bc_now();
 	long n = 0, errors = 0;
+	long long bytes = 0;
 	char line[64];
 
 	if (conns == NULL)
@@ -396,7 +407,10 @@ static int bc_mode_idle(const struct bc_opts *o)
 			errors++;
 			continue;
 		}
-		if (bc_connect_tunnel(&conns[n], o) == -1) {
+		/* One request through the tunnel first: an idle tunnel in real use is a keep-alive
+		 * connection that has carried traffic, and a proxy that inspects a tunnel's first
+		 * bytes has then decided and is relaying. */
+		if (bc_connect_tunnel(&conns[n], o) == -1 || bc_exchange(&conns[n], o, &bytes) == -1) {
 			bc_close(&conns[n]);
 			errors++;
 			continue;
