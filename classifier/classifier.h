@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "allowlist/host.h"
+
 #define CLS_MAX_INPUT 65536
 #define CLS_MAX_DEPTH 32
 #define CLS_MAX_COMMANDS 4096
@@ -19,6 +21,9 @@ struct cls_result {
 	size_t nprograms;
 	char **hosts;         /* canonical hosts named literally by tagged commands, sorted */
 	size_t nhosts;
+	struct allow_dest *dests; /* the same hosts with the port the line named (0: none), sorted by
+	                             host then port; what a decision checks */
+	size_t ndests;
 };
 
 /* Classifies line[0..len).  Returns 0 when classified, -1 when refused (result->refused set,

@@ -1,0 +1,174 @@
+/* The classifier's internals, shared by its source files only (not part of the module's
+ * interface).  One classification owns one struct cls_ctx; everything it allocates comes from
+ * the context's arena and is released at once. */
+#ifndef EGRESSD_CLASSIFIER_INTERNAL_H
+#define EGRESSD_CLASSIFIER_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "allowlist/host.h"
+
+/* Bytes that stand for an expansion in a word's decoded text: the value is unknown there. */
+#define CLS_EXP_MARK '\x01'
+
+/* Word flags. */
+#define CLS_W_EXP 0x01u     /* contains a parameter, arithmetic or command expansion */
+#define CLS_W_LEADEXP 0x02u /* begins with an expansion */
+#define CLS_W_GLOB 0x04u    /* has an unquoted glob character */
+#define CLS_W_BRACE 0x08u   /* has an unquoted brace pair (possible brace expansion) */
+#define CLS_W_QUOTED 0x10u  /* some part was quoted or backslash-escaped */
+
+struct cls_word {
+	const char *s; /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */
+	size_t len;    /* length of s */
+	unsigned flags; /* CLS_W_* */
+	size_t off;    /* byte offset in the original line */
+};
+
+/* A here-document or here-string feeding a command's standard input. */
+struct cls_doc {
+	const char *s;   /* body text (arena), NUL-terminated; set once the body is read */
+	size_t len;
+	int nonstatic;   /* the body holds expansions, so its text is not known */
+	int ready;       /* body has been read */
+	size_t off;      /* offset of the operator */
+};
+
+/* Command flags. */
+#define CLS_C_PIPED 0x01u      /* standard input is a pipe */
+#define CLS_C_STDIN 0x02u      /* standard input redirected from a file, here-doc or string */
+#define CLS_C_XARGS 0x04u      /* further unknown arguments are appended (xargs, parallel) */
+
+/* One simple command as the parser found it: assignments and redirections removed. */
+struct cls_cmd {
+	struct cls_word *argv; /* words, argv[0] the command word */
+	size_t argc;
+	unsigned flags;        /* CLS_C_* */
+	struct cls_doc *doc;   /* here-doc / here-string on fd 0, or NULL */
+	struct cls_cmd *next;  /* next command in source order */
+};
+
+struct cls_chunk {
+	struct cls_chunk *next; /* older chunks, freed together */
+};
+
+/* A name recorded for the result (program or alias). */
+struct cls_name {
+	struct cls_name *next;
+	size_t len;
+	char s[]; /* NUL-terminated */
+};
+
+struct cls_destnode {
+	struct cls_destnode *next;
+	struct allow_dest d; /* canonical host, port 0 when the line named none */
+};
+
+#define CLS_ARENA_FIRST 8192
+#define CLS_ARENA_CAP (64u << 20) /* hard cap: re-parsing can only shrink text, this is slack */
+
+struct cls_ctx {
+	/* arena */
+	char *cur;                 /* next free byte in the current chunk */
+	size_t left;               /* bytes left in it */
+	size_t total;              /* bytes obtained from malloc so far */
+	struct cls_chunk *chunks;  /* malloc'ed chunks */
+	/* outcome */
+	int refused;               /* a refusal was recorded */
+	char reason[256];          /* its message */
+	size_t offset;             /* its byte offset */
+	unsigned tags;             /* leaf tags found */
+	/* limits */
+	size_t ncmds;              /* simple commands seen, across all nested parses */
+	int depth;                 /* current nesting of substitutions, compounds, wrappers, shells */
+	/* what was found */
+	struct cls_name *programs; /* distinct program names */
+	size_t nprograms;
+	struct cls_destnode *dests; /* distinct destinations */
+	size_t ndests;
+	/* alias expansion state (shopt -s expand_aliases) */
+	int aliases_on;            /* expand_aliases may be on */
+	int alias_any;             /* an alias with an unknown name was defined */
+	struct cls_name *aliases;  /* alias names defined so far */
+	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
+};
+
+/* Arena allocation: size bytes, 16-aligned; NULL (and the line refused) past the cap. */
+void *cls_alloc(struct cls_ctx *c, size_t size, size_t off);
+/* A NUL-terminated copy of s[0..len) in the arena. */
+char *cls_strdup(struct cls_ctx *c, const char *s, size_t len, size_t off);
+
+/* Records the first refusal (later ones are ignored).  Always returns -1. */
+int cls_refuse(struct cls_ctx *c, size_t off, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Nesting: enter returns -1 (refused) past CLS_MAX_DEPTH. */
+int cls_enter(struct cls_ctx *c, size_t off);
+void cls_leave(struct cls_ctx *c);
+
+/* Parses src[0..len) (a whole program; base = its offset in the original line) and appends its
+ * simple commands to *out in source order.  0 or -1 (refused). */
+int cls_parse(struct cls_ctx *c, const char *src, size_t len, size_t base, struct cls_cmd **out);
+
+/* Parses and classifies a script found inside the line (sh -c, eval, here-doc script, ...);
+ * `inherit` flags (CLS_C_*) are added to every command of the script.  0 or -1. */
+int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, unsigned inherit);
+
+/* Classifies one simple command (wrappers, then the program's rule).  0 or -1. */
+int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+	const struct cls_doc *doc);
+
+/* Program rules (rules.c): each classifies argv v[0..n) of its program.  0 or -1. */
+int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_httpie(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_ssh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_dns(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+
+/* Records the host of a URL-like word (scheme://[user@]host[:port]/..., or host[/...] when
+ * bare is set) when it is literal.  Never fails: what cannot be canonicalised is skipped. */
+void cls_add_url_host(struct cls_ctx *c, const struct cls_word *w, int bare);
+/* Records a bare host name or [user@]host (no port). */
+void cls_add_host(struct cls_ctx *c, const char *s, size_t len);
+/* Records a program name.  0 or -1. */
+int cls_add_program(struct cls_ctx *c, const char *s, size_t len);
+
+/* Option walking shared by wrappers and rules. */
+struct cls_opts {
+	const char *sv;            /* short options that take a value (attached or next word) */
+	const char *so;            /* short options whose value is optional and only attached */
+	const char *const *lv;     /* long options that take a value ("--name v" or "--name=v") */
+	int plus;                  /* '+x' bundles are options too (shells: +o opt) */
+	int numeric;               /* "-10" is an option (nice) */
+};
+
+struct cls_opt {
+	char c;                    /* short option letter, or 0 for a long option */
+	const char *l;             /* long option name without "--" (not NUL-terminated) */
+	size_t ll;
+	const char *val;           /* its value, or NULL */
+	size_t vlen;
+	const struct cls_word *vw; /* the word the value came from (flags, offset) */
+};
+
+/* Called for each option; return 1 to stop the walk after this option, 0 to go on. */
+typedef int (*cls_opt_fn)(void *arg, const struct cls_opt *o);
+
+/* Walks options of v[i..n) by spec up to the first operand or "--" (consumed).  Returns the
+ * index of the first operand; *stopped set when fn asked to stop. */
+size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct cls_opts *spec,
+	cls_opt_fn fn, void *arg, int *stopped);
+
+/* Whether long option name o (len ol) is one of the NULL-terminated list. */
+int cls_in_list(const char *const *list, const char *o, size_t ol);
+/* Case-insensitive compare of a method word with GET/HEAD/OPTIONS. */
+int cls_method_is_read(const char *s, size_t len);
+/* Whether word w is static and equals lit. */
+int cls_word_is(const struct cls_word *w, const char *lit);
+
+#endif

@@ -1,0 +1,983 @@
+/* Per-program rules: which leaf tags a resolved command performs, and the hosts it names.
+ * When a rule cannot tell, it answers with more tags, never fewer. */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "allowlist/tags.h"
+#include "classifier/classifier.h"
+#include "classifier/internal.h"
+
+static int in_set(const char *const *set, const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return 0;
+	return cls_in_list(set, w->s, w->len);
+}
+
+static int starts_with(const struct cls_word *w, const char *p)
+{
+	size_t l = strlen(p);
+	return w->len >= l && memcmp(w->s, p, l) == 0;
+}
+
+/* ---- git -------------------------------------------------------------------------------- */
+
+/* Subcommands that touch no remote. */
+static const char *const git_local[] = {"add", "am", "annotate", "apply", "bisect", "blame",
+	"branch", "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
+	"check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "citool", "clean",
+	"column", "commit", "commit-graph", "commit-tree", "config", "count-objects", "credential",
+	"describe", "diagnose", "diff", "diff-files", "diff-index", "diff-tree", "difftool",
+	"fast-export", "fast-import", "fmt-merge-msg", "for-each-ref", "format-patch", "fsck", "gc",
+	"get-tar-commit-id", "grep", "gui", "hash-object", "help", "hook", "index-pack", "init",
+	"init-db", "interpret-trailers", "log", "ls-files", "ls-tree", "mailinfo", "mailsplit",
+	"merge", "merge-base", "merge-file", "merge-index", "merge-tree", "mergetool", "mktag",
+	"mktree", "multi-pack-index", "mv", "name-rev", "notes", "pack-objects", "pack-redundant",
+	"pack-refs", "patch-id", "prune", "prune-packed", "range-diff", "read-tree", "rebase",
+	"reflog", "repack", "replace", "rerere", "reset", "restore", "rev-list", "rev-parse",
+	"revert", "rm", "shortlog", "show", "show-branch", "show-index", "show-ref",
+	"sparse-checkout", "stage", "stash", "status", "stripspace", "switch", "symbolic-ref", "tag",
+	"unpack-file", "unpack-objects", "update-index", "update-ref", "update-server-info", "var",
+	"verify-commit", "verify-pack", "verify-tag", "version", "whatchanged", "worktree",
+	"write-tree", NULL};
+static const char *const git_fetch[] = {"fetch", "pull", "clone", "ls-remote", "fetch-pack",
+	"request-pull", "http-fetch", NULL};
+static const char *const git_push[] = {"push", "send-pack", "http-push", NULL};
+
+/* Options with a separate value, per subcommand that has runners or remotes we look into. */
+static const char *const git_global_lv[] = {"git-dir", "work-tree", "namespace", "config-env",
+	"super-prefix", "list-cmds", "attr-source", NULL};
+
+/* A remote operand of clone/push/fetch: record its host when it names one literally. */
+static void git_remote_host(struct cls_ctx *c, const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return;
+	if (strstr(w->s, "://") != NULL) {
+		cls_add_url_host(c, w, 0);
+		return;
+	}
+	/* scp-like [user@]host:path, with no slash before the colon */
+	const char *colon = memchr(w->s, ':', w->len);
+	if (colon == NULL || colon == w->s)
+		return;
+	if (memchr(w->s, '/', (size_t)(colon - w->s)) != NULL)
+		return;
+	cls_add_host(c, w->s, (size_t)(colon - w->s));
+}
+
+/* Records the hosts of the non-option operands from v[i]. */
+static void git_operand_hosts(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i)
+{
+	for (; i < n; i++)
+		if (!(v[i].len > 0 && v[i].s[0] == '-'))
+			git_remote_host(c, &v[i]);
+}
+
+/* The first word at or after i that is not an option, or n. */
+static size_t first_operand(const struct cls_word *v, size_t n, size_t i)
+{
+	while (i < n && v[i].len > 0 && v[i].s[0] == '-' && !(v[i].flags & CLS_W_EXP))
+		i++;
+	return i;
+}
+
+struct git_alias {
+	const char *name;
+	size_t nlen;
+	const struct cls_word *val; /* the -c word; value after '=' */
+	size_t voff;                /* offset of the value in val->s */
+};
+
+static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const struct cls_word *v,
+	size_t n, size_t i, unsigned flags);
+
+static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i,
+	unsigned flags, const struct git_alias *aliases, size_t naliases)
+{
+	const struct cls_word *sub = &v[i];
+	if (sub->flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE))
+		return cls_refuse(c, sub->off, "git subcommand is not static");
+	if (in_set(git_push, sub)) {
+		c->tags |= ALLOW_TAG_GIT_PUSH;
+		git_operand_hosts(c, v, n, i + 1);
+		return 0;
+	}
+	if (in_set(git_fetch, sub)) {
+		c->tags |= ALLOW_TAG_GIT_FETCH;
+		git_operand_hosts(c, v, n, i + 1);
+		return 0;
+	}
+	size_t k = first_operand(v, n, i + 1);
+	const struct cls_word *op = k < n ? &v[k] : NULL;
+	if (cls_word_is(sub, "remote")) {
+		if (op == NULL)
+			return 0;
+		if (cls_word_is(op, "update") || cls_word_is(op, "prune") ||
+			(cls_word_is(op, "show") && !(k + 1 < n && cls_word_is(&v[k + 1], "-n")))) {
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+		} else if (cls_word_is(op, "add")) {
+			for (size_t j = k + 1; j < n; j++)
+				if (cls_word_is(&v[j], "-f") || cls_word_is(&v[j], "--fetch"))
+					c->tags |= ALLOW_TAG_GIT_FETCH;
+		} else if (op->flags & CLS_W_EXP) {
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+		}
+		return 0;
+	}
+	if (cls_word_is(sub, "archive")) {
+		for (size_t j = i + 1; j < n; j++)
+			if (starts_with(&v[j], "--remote") || (v[j].flags & CLS_W_LEADEXP))
+				c->tags |= ALLOW_TAG_GIT_FETCH;
+		return 0;
+	}
+	if (cls_word_is(sub, "submodule")) {
+		if (op == NULL)
+			return 0;
+		if (cls_word_is(op, "update") || cls_word_is(op, "add") || cls_word_is(op, "sync")) {
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+			git_operand_hosts(c, v, n, k + 1);
+			return 0;
+		}
+		if (cls_word_is(op, "foreach")) {
+			/* the rest is a shell command run in each submodule */
+			size_t j = first_operand(v, n, k + 1);
+			if (j >= n)
+				return 0;
+			size_t total = 0;
+			for (size_t m = j; m < n; m++) {
+				if (v[m].flags & CLS_W_EXP)
+					return cls_refuse(c, v[m].off, "git submodule foreach command is not "
+						"static");
+				total += v[m].len + 1;
+			}
+			char *s = cls_alloc(c, total + 1, v[j].off);
+			if (s == NULL)
+				return -1;
+			size_t p = 0;
+			for (size_t m = j; m < n; m++) {
+				if (p)
+					s[p++] = ' ';
+				memcpy(s + p, v[m].s, v[m].len);
+				p += v[m].len;
+			}
+			s[p] = '\0';
+			return cls_run_script(c, s, p, v[j].off, 0);
+		}
+		if (op->flags & CLS_W_EXP)
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+		return 0;
+	}
+	if (cls_word_is(sub, "subtree")) {
+		if (op == NULL)
+			return 0;
+		if (cls_word_is(op, "push"))
+			c->tags |= ALLOW_TAG_GIT_PUSH;
+		else if (cls_word_is(op, "pull") || cls_word_is(op, "add"))
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+		else if (!cls_word_is(op, "split") && !cls_word_is(op, "merge"))
+			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+		return 0;
+	}
+	if (cls_word_is(sub, "lfs")) {
+		if (op == NULL)
+			return 0;
+		static const char *const lfs_fetch[] = {"fetch", "pull", "clone", "checkout", NULL};
+		static const char *const lfs_local[] = {"install", "uninstall", "track", "untrack",
+			"ls-files", "status", "env", "version", "migrate", "logs", "pointer", "prune",
+			"fsck", "lock", "locks", "unlock", "update", "ext", "smudge", "clean",
+			"filter-process", "merge-driver", "standalone-file", NULL};
+		if (cls_word_is(op, "push"))
+			c->tags |= ALLOW_TAG_GIT_PUSH;
+		else if (in_set(lfs_fetch, op))
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+		else if (!in_set(lfs_local, op))
+			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+		return 0;
+	}
+	if (cls_word_is(sub, "rebase")) {
+		/* -x CMD / --exec CMD / --exec=CMD run a shell command after each commit */
+		for (size_t j = i + 1; j < n; j++) {
+			const struct cls_word *w = &v[j];
+			struct cls_word cmd;
+			if (cls_word_is(w, "-x") || cls_word_is(w, "--exec")) {
+				if (j + 1 >= n)
+					break;
+				cmd = v[++j];
+			} else if (starts_with(w, "--exec=")) {
+				cmd = *w;
+				cmd.s += 7;
+				cmd.len -= 7;
+			} else if (starts_with(w, "-x") && !(w->flags & CLS_W_LEADEXP)) {
+				cmd = *w;
+				cmd.s += 2;
+				cmd.len -= 2;
+			} else {
+				continue;
+			}
+			if (cmd.flags & CLS_W_EXP)
+				return cls_refuse(c, cmd.off, "git rebase --exec command is not static");
+			if (cls_run_script(c, cmd.s, cmd.len, cmd.off, 0) == -1)
+				return -1;
+		}
+		return 0;
+	}
+	if (cls_word_is(sub, "bisect")) {
+		if (op != NULL && cls_word_is(op, "run") && k + 1 < n) {
+			if (cls_enter(c, v[k + 1].off) == -1 ||
+				cls_run_cmd(c, v + k + 1, n - k - 1, 0, NULL) == -1)
+				return -1;
+			cls_leave(c);
+		}
+		return 0;
+	}
+	if (in_set(git_local, sub))
+		return 0;
+	for (size_t a = naliases; a-- > 0;)
+		if (aliases[a].nlen == sub->len && strncasecmp(aliases[a].name, sub->s, sub->len) == 0)
+			return git_run_alias(c, &aliases[a], v, n, i, flags);
+	/* unknown: an alias from a config file, or an external git-foo */
+	c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+	return 0;
+}
+
+/* Runs git argv v[0..n) (v[0] is git). */
+static int git_main(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	struct git_alias aliases[16];
+	size_t naliases = 0;
+	size_t i = 1;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP)
+			return cls_refuse(c, w->off, "git option or subcommand is not static");
+		if (w->len == 0 || w->s[0] != '-')
+			break;
+		const struct cls_word *val = NULL;
+		size_t voff = 0;
+		if (cls_word_is(w, "-C")) {
+			i += 2;
+			continue;
+		}
+		if (cls_word_is(w, "-c")) {
+			if (i + 1 < n)
+				val = &v[i + 1];
+			i += 2;
+		} else if (w->len > 2 && w->s[1] == 'c' && w->s[0] == '-' && w->s[1] != '-') {
+			val = w;
+			voff = 2;
+			i++;
+		} else if (starts_with(w, "--") && w->len > 2) {
+			const char *eq = memchr(w->s, '=', w->len);
+			size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+			if (!eq && cls_in_list(git_global_lv, w->s + 2, nl))
+				i++;
+			i++;
+		} else {
+			if (starts_with(w, "-C") && w->len > 2) {
+				i++;
+				continue;
+			}
+			i++;
+		}
+		if (val != NULL) {
+			/* -c alias.NAME=VALUE defines an alias for this run */
+			const char *s = val->s + voff;
+			size_t len = val->len - voff;
+			if (len > 6 && strncasecmp(s, "alias.", 6) == 0) {
+				const char *eq = memchr(s, '=', len);
+				if (eq != NULL && naliases < sizeof aliases / sizeof aliases[0]) {
+					aliases[naliases].name = s + 6;
+					aliases[naliases].nlen = (size_t)(eq - s - 6);
+					aliases[naliases].val = val;
+					aliases[naliases].voff = (size_t)(eq + 1 - val->s);
+					naliases++;
+				}
+			}
+		}
+	}
+	if (i >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+		return 0;
+	}
+	return git_sub(c, v, n, i, flags, aliases, naliases);
+}
+
+static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const struct cls_word *v,
+	size_t n, size_t i, unsigned flags)
+{
+	const struct cls_word *w = a->val;
+	const char *s = w->s + a->voff;
+	size_t len = w->len - a->voff;
+	if (memchr(s, CLS_EXP_MARK, len) != NULL)
+		return cls_refuse(c, w->off, "git alias value is not static");
+	if (cls_enter(c, w->off) == -1)
+		return -1;
+	if (len > 0 && s[0] == '!') {
+		/* a shell alias: git runs it with sh -c, the arguments appended */
+		if (cls_run_script(c, s + 1, len - 1, w->off, flags & CLS_C_XARGS) == -1)
+			return -1;
+		cls_leave(c);
+		return 0;
+	}
+	/* git ALIAS-WORDS rest: split the value as git does (shell-like quoting) */
+	struct cls_cmd *list = NULL;
+	char *buf = cls_alloc(c, len + 5, w->off);
+	if (buf == NULL)
+		return -1;
+	memcpy(buf, "git ", 4);
+	memcpy(buf + 4, s, len);
+	buf[len + 4] = '\0';
+	if (cls_parse(c, buf, len + 4, w->off, &list) == -1)
+		return -1;
+	if (list == NULL || list->next != NULL)
+		return cls_refuse(c, w->off, "git alias value is not a single command");
+	size_t an = list->argc, rest = n - i - 1;
+	struct cls_word *nv = cls_alloc(c, (an + rest) * sizeof *nv, w->off);
+	if (nv == NULL)
+		return -1;
+	memcpy(nv, list->argv, an * sizeof *nv);
+	memcpy(nv + an, v + i + 1, rest * sizeof *nv);
+	/* Aliases do not see each other here: git refuses recursive aliases anyway. */
+	if (git_main(c, nv, an + rest, flags) == -1)
+		return -1;
+	cls_leave(c);
+	return 0;
+}
+
+int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	return git_main(c, v, n, flags);
+}
+
+/* ---- curl ------------------------------------------------------------------------------- */
+
+static const char *const curl_lv[] = {"abstract-unix-socket", "alt-svc", "aws-sigv4", "cacert",
+	"capath", "cert", "cert-type", "ciphers", "config", "connect-timeout", "connect-to",
+	"continue-at", "cookie", "cookie-jar", "create-file-mode", "crlfile", "curves", "data",
+	"data-ascii", "data-binary", "data-raw", "data-urlencode", "delegation", "dns-interface",
+	"dns-ipv4-addr", "dns-ipv6-addr", "dns-servers", "doh-url", "dump-header", "ech",
+	"egd-file", "engine", "etag-compare", "etag-save", "expect100-timeout", "form",
+	"form-string", "ftp-account", "ftp-alternative-to-user", "ftp-method", "ftp-port",
+	"ftp-ssl-ccc-mode", "happy-eyeballs-timeout-ms", "haproxy-clientip", "header",
+	"hostpubmd5", "hostpubsha256", "hsts", "interface", "ipfs-gateway", "json",
+	"keepalive-time", "key", "key-type", "krb", "libcurl", "limit-rate", "local-port",
+	"login-options", "mail-auth", "mail-from", "mail-rcpt", "max-filesize", "max-redirs",
+	"max-time", "netrc-file", "noproxy", "oauth2-bearer", "output", "output-dir",
+	"parallel-max", "pass", "pinnedpubkey", "preproxy", "proto", "proto-default",
+	"proto-redir", "proxy", "proxy-cacert", "proxy-capath", "proxy-cert", "proxy-cert-type",
+	"proxy-ciphers", "proxy-crlfile", "proxy-header", "proxy-key", "proxy-key-type",
+	"proxy-pass", "proxy-pinnedpubkey", "proxy-service-name", "proxy-tls13-ciphers",
+	"proxy-tlsauthtype", "proxy-tlspassword", "proxy-tlsuser", "proxy-user", "proxy1.0",
+	"pubkey", "quote", "random-file", "range", "rate", "referer", "request", "request-target",
+	"resolve", "retry", "retry-delay", "retry-max-time", "sasl-authzid", "service-name",
+	"socks4", "socks4a", "socks5", "socks5-gssapi-service", "socks5-hostname", "speed-limit",
+	"speed-time", "stderr", "telnet-option", "tftp-blksize", "time-cond", "tls-max",
+	"tls13-ciphers", "tlsauthtype", "tlspassword", "tlsuser", "trace", "trace-ascii",
+	"trace-config", "unix-socket", "upload-file", "url", "url-query", "user", "user-agent",
+	"variable", "write-out", NULL};
+static const char *const curl_body[] = {"data", "data-ascii", "data-binary", "data-raw",
+	"data-urlencode", "json", "form", "form-string", "upload-file", NULL};
+
+struct curl_state {
+	int body;      /* -d and friends */
+	int upload;    /* -F, -T, --json: a body -G does not turn into a query */
+	int get;       /* -G */
+	int method;    /* 0 none, 1 read method, 2 write method, 3 unknown */
+	int unknown;   /* -K or an expansion where an option could be */
+};
+
+static void curl_method(struct curl_state *st, const char *s, size_t len, unsigned wflags)
+{
+	if (memchr(s, CLS_EXP_MARK, len) != NULL || (wflags & CLS_W_LEADEXP && len == 0))
+		st->method = 3;
+	else
+		st->method = cls_method_is_read(s, len) ? 1 : 2;
+}
+
+static int curl_opt(void *arg, const struct cls_opt *o)
+{
+	struct curl_state *st = arg;
+	if (o->c != 0) {
+		switch (o->c) {
+		case 'd':
+			st->body = 1;
+			break;
+		case 'F':
+		case 'T':
+			st->upload = 1;
+			break;
+		case 'G':
+			st->get = 1;
+			break;
+		case 'K':
+			st->unknown = 1;
+			break;
+		case 'X':
+			if (o->val != NULL)
+				curl_method(st, o->val, o->vlen, o->vw ? o->vw->flags : 0);
+			break;
+		case 'I':
+			if (st->method == 0)
+				st->method = 1;
+			break;
+		case CLS_EXP_MARK:
+			st->unknown = 1;
+			break;
+		default:
+			break;
+		}
+		return 0;
+	}
+	const char *l = o->l;
+	size_t ll = o->ll;
+	/* curl 8 --expand-OPT takes OPT's value with {{variables}} expanded */
+	if (ll > 7 && memcmp(l, "expand-", 7) == 0) {
+		l += 7;
+		ll -= 7;
+	}
+	if (cls_in_list(curl_body, l, ll)) {
+		if ((ll == 4 && memcmp(l, "json", 4) == 0) || (ll >= 4 && memcmp(l, "form", 4) == 0) ||
+			(ll == 11 && memcmp(l, "upload-file", 11) == 0))
+			st->upload = 1;
+		else
+			st->body = 1;
+	} else if (ll == 7 && memcmp(l, "request", 7) == 0 && o->val != NULL) {
+		curl_method(st, o->val, o->vlen, o->vw ? o->vw->flags : 0);
+	} else if (ll == 3 && memcmp(l, "get", 3) == 0) {
+		st->get = 1;
+	} else if (ll == 6 && memcmp(l, "config", 6) == 0) {
+		st->unknown = 1;
+	} else if (ll == 4 && memcmp(l, "head", 4) == 0 && st->method == 0) {
+		st->method = 1;
+	} else if (memchr(l, CLS_EXP_MARK, ll) != NULL) {
+		st->unknown = 1;
+	}
+	return 0;
+}
+
+int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct cls_opts spec = {"AbcCdDeEFHKmoPQrtTuUwxXyYz", NULL, curl_lv, 0, 0};
+	struct curl_state st = {0, 0, 0, 0, 0};
+	size_t i = 1;
+	int urls_only = 0;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP) {
+			/* an expansion where an option could be: any option at all */
+			st.unknown = 1;
+			i++;
+			continue;
+		}
+		if (!urls_only && w->len > 1 && w->s[0] == '-') {
+			size_t k = cls_opts_walk(v, n, i, &spec, curl_opt, &st, NULL);
+			if (k == i + 1 && cls_word_is(w, "--"))
+				urls_only = 1;
+			/* --url VALUE is a URL too */
+			for (size_t j = i; j < k; j++)
+				if ((cls_word_is(&v[j], "--url") && j + 1 < k) )
+					cls_add_url_host(c, &v[j + 1], 1);
+				else if (starts_with(&v[j], "--url="))  {
+					struct cls_word u = v[j];
+					u.s += 6;
+					u.len -= 6;
+					cls_add_url_host(c, &u, 1);
+				}
+			i = k;
+			continue;
+		}
+		cls_add_url_host(c, w, 1);
+		i++;
+	}
+	int write = st.upload || (st.body && !st.get) || st.method == 2;
+	if (st.unknown || st.method == 3)
+		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+	else if (write)
+		c->tags |= ALLOW_TAG_HTTP_WRITE;
+	else
+		c->tags |= ALLOW_TAG_HTTP_READ;
+	return 0;
+}
+
+/* ---- wget ------------------------------------------------------------------------------- */
+
+static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "body-file",
+	"method", "header", "user", "password", "http-user", "http-password", "output-document",
+	"output-file", "append-output", "input-file", "base", "execute", "tries", "timeout",
+	"wait", "quota", "directory-prefix", "user-agent", "level", "accept", "reject", "domains",
+	"exclude-domains", "include-directories", "exclude-directories", "referer", "load-cookies",
+	"save-cookies", "bind-address", "limit-rate", "dns-timeout", "connect-timeout",
+	"read-timeout", "waitretry", "restrict-file-names", "ca-certificate", "ca-directory",
+	"certificate", "private-key", "certificate-type", "private-key-type", "secure-protocol",
+	"ftp-user", "ftp-password", "proxy-user", "proxy-password", "default-page", "config",
+	"progress", "local-encoding", "remote-encoding", "accept-regex", "reject-regex",
+	"regex-type", "cut-dirs", "backups", "report-speed", "warc-file", "use-askpass", NULL};
+
+struct wget_state {
+	int write;
+	int unknown;
+};
+
+/* A wgetrc command (-e / --execute): "post_data = x" and friends make a body. */
+static void wget_exec(struct wget_state *st, const char *s, size_t len)
+{
+	char key[32];
+	size_t k = 0;
+	size_t i = 0;
+	while (i < len && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	while (i < len && k + 1 < sizeof key && s[i] != '=' && s[i] != ' ' && s[i] != '\t') {
+		char ch = (char)tolower((unsigned char)s[i++]);
+		if (ch != '_' && ch != '-')
+			key[k++] = ch;
+	}
+	key[k] = '\0';
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '='))
+		i++;
+	if (memchr(s, CLS_EXP_MARK, len) != NULL) {
+		st->unknown = 1;
+		return;
+	}
+	if (strcmp(key, "postdata") == 0 || strcmp(key, "postfile") == 0 ||
+		strcmp(key, "bodydata") == 0 || strcmp(key, "bodyfile") == 0)
+		st->write = 1;
+	else if (strcmp(key, "method") == 0 && !cls_method_is_read(s + i, len - i))
+		st->write = 1;
+}
+
+static int wget_opt(void *arg, const struct cls_opt *o)
+{
+	struct wget_state *st = arg;
+	if (o->c == 'e' && o->val != NULL) {
+		wget_exec(st, o->val, o->vlen);
+		return 0;
+	}
+	if (o->c != 0) {
+		if (o->c == CLS_EXP_MARK)
+			st->unknown = 1;
+		return 0;
+	}
+	static const char *const body[] = {"post-data", "post-file", "body-data", "body-file", NULL};
+	if (cls_in_list(body, o->l, o->ll))
+		st->write = 1;
+	else if (o->ll == 6 && memcmp(o->l, "method", 6) == 0 && o->val != NULL) {
+		if (memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL)
+			st->unknown = 1;
+		else if (!cls_method_is_read(o->val, o->vlen))
+			st->write = 1;
+	} else if (o->ll == 7 && memcmp(o->l, "execute", 7) == 0 && o->val != NULL) {
+		wget_exec(st, o->val, o->vlen);
+	} else if (memchr(o->l, CLS_EXP_MARK, o->ll) != NULL) {
+		st->unknown = 1;
+	}
+	return 0;
+}
+
+int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct cls_opts spec = {"aABDeiIloOPQRtTUwX", NULL, wget_lv, 0, 0};
+	struct wget_state st = {0, 0};
+	size_t i = 1;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP) {
+			st.unknown = 1;
+			i++;
+			continue;
+		}
+		if (w->len > 1 && w->s[0] == '-') {
+			i = cls_opts_walk(v, n, i, &spec, wget_opt, &st, NULL);
+			continue;
+		}
+		cls_add_url_host(c, w, 1);
+		i++;
+	}
+	if (st.unknown)
+		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+	else if (st.write)
+		c->tags |= ALLOW_TAG_HTTP_WRITE;
+	else
+		c->tags |= ALLOW_TAG_HTTP_READ;
+	return 0;
+}
+
+/* ---- httpie ----------------------------------------------------------------------------- */
+
+static const char *const http_lv[] = {"auth", "auth-type", "output", "session",
+	"session-read-only", "print", "pretty", "style", "verify", "cert", "cert-key",
+	"cert-key-pass", "timeout", "max-redirects", "proxy", "format-options", "response-charset",
+	"response-mime", "ssl", "ciphers", "boundary", "default-scheme", "history-print",
+	"max-headers", "raw", NULL};
+
+/* A request item's kind: 0 query or header (no body), 1 body. */
+static int http_item_body(const struct cls_word *w)
+{
+	const char *s = w->s;
+	for (size_t i = 0; i < w->len; i++) {
+		char ch = s[i];
+		if (ch == '\\') {
+			i++;
+			continue;
+		}
+		if (ch == '=') {
+			if (i + 1 < w->len && s[i + 1] == '=')
+				return 0; /* == query parameter */
+			return 1;     /* = or =@ data field */
+		}
+		if (ch == ':') {
+			if (i + 1 < w->len && s[i + 1] == '=')
+				return 1; /* := or :=@ raw JSON */
+			return 0;     /* header */
+		}
+		if (ch == '@')
+			return 1;     /* file field */
+		if (ch == ';')
+			return 0;     /* empty header */
+	}
+	return 0;
+}
+
+static int all_letters(const struct cls_word *w)
+{
+	if (w->len == 0 || (w->flags & CLS_W_EXP))
+		return 0;
+	for (size_t i = 0; i < w->len; i++)
+		if (!isalpha((unsigned char)w->s[i]))
+			return 0;
+	return 1;
+}
+
+struct http_state {
+	int ignore_stdin;
+	int body;
+	int unknown;
+};
+
+static int http_opt(void *arg, const struct cls_opt *o)
+{
+	struct http_state *st = arg;
+	if (o->c == 'f' || o->c == 'I' || o->c == CLS_EXP_MARK) {
+		if (o->c == 'I')
+			st->ignore_stdin = 1;
+		else if (o->c == CLS_EXP_MARK)
+			st->unknown = 1;
+		return 0;
+	}
+	if (o->c != 0)
+		return 0;
+	if (o->ll == 12 && memcmp(o->l, "ignore-stdin", 12) == 0)
+		st->ignore_stdin = 1;
+	else if (o->ll == 3 && memcmp(o->l, "raw", 3) == 0)
+		st->body = 1;
+	else if (memchr(o->l, CLS_EXP_MARK, o->ll) != NULL)
+		st->unknown = 1;
+	return 0;
+}
+
+int cls_rule_httpie(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct cls_opts spec = {"aAopsP", NULL, http_lv, 0, 0};
+	struct http_state st = {0, 0, 0};
+	const struct cls_word *pos[2] = {NULL, NULL}; /* first positionals */
+	size_t npos = 0;
+	int method = 0; /* 0 none given, 1 read, 2 write, 3 unknown */
+	size_t i = 1;
+	int after_dashdash = 0;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		if (!after_dashdash && w->len > 1 && w->s[0] == '-' && !(w->flags & CLS_W_LEADEXP)) {
+			size_t k = cls_opts_walk(v, n, i, &spec, http_opt, &st, NULL);
+			if (k == i + 1 && cls_word_is(w, "--"))
+				after_dashdash = 1;
+			i = k;
+			continue;
+		}
+		if (npos < 2)
+			pos[npos] = w;
+		npos++;
+		if (npos > 2 || (npos == 2 && !all_letters(pos[0]))) {
+			/* a request item (the URL is the first or second positional) */
+			if (w->flags & CLS_W_LEADEXP)
+				st.unknown = 1;
+			else if (http_item_body(w))
+				st.body = 1;
+		}
+		i++;
+	}
+	const struct cls_word *url = NULL;
+	if (npos >= 2 && all_letters(pos[0])) {
+		url = pos[1];
+		if (pos[0]->flags & CLS_W_EXP)
+			method = 3;
+		else
+			method = cls_method_is_read(pos[0]->s, pos[0]->len) ? 1 : 2;
+	} else if (npos >= 1) {
+		url = pos[0];
+		if (npos >= 2 && pos[0]->flags & CLS_W_LEADEXP)
+			method = 3;
+	}
+	if (url != NULL) {
+		if (url->len > 0 && url->s[0] == ':') {
+			cls_add_host(c, "localhost", 9);
+		} else {
+			cls_add_url_host(c, url, 1);
+		}
+	}
+	if (!st.ignore_stdin && (flags & (CLS_C_PIPED | CLS_C_STDIN)))
+		st.body = 1; /* httpie sends a non-terminal standard input as the body */
+	if (st.unknown || method == 3 || (flags & CLS_C_XARGS))
+		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+	else if (st.body || method == 2)
+		c->tags |= ALLOW_TAG_HTTP_WRITE;
+	else
+		c->tags |= ALLOW_TAG_HTTP_READ;
+	return 0;
+}
+
+/* ---- gh --------------------------------------------------------------------------------- */
+
+struct gh_state {
+	int method;  /* 0 none, 1 read, 2 write, 3 unknown */
+	int fields;
+};
+
+static int gh_api_opt(void *arg, const struct cls_opt *o)
+{
+	struct gh_state *st = arg;
+	int is_method = o->c == 'X' || (o->c == 0 && o->ll == 6 && memcmp(o->l, "method", 6) == 0);
+	if (is_method && o->val != NULL) {
+		if (memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL)
+			st->method = 3;
+		else
+			st->method = cls_method_is_read(o->val, o->vlen) ? 1 : 2;
+		return 0;
+	}
+	if (o->c == 'f' || o->c == 'F')
+		st->fields = 1;
+	else if (o->c == 0 && ((o->ll == 5 && memcmp(o->l, "field", 5) == 0) ||
+		(o->ll == 9 && memcmp(o->l, "raw-field", 9) == 0) ||
+		(o->ll == 5 && memcmp(o->l, "input", 5) == 0)))
+		st->fields = 1;
+	return 0;
+}
+
+int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const gh_glob_lv[] = {"repo", "hostname", NULL};
+	static const struct cls_opts glob = {"R", NULL, gh_glob_lv, 0, 0};
+	size_t i = cls_opts_walk(v, n, 1, &glob, NULL, NULL, NULL);
+	if (i >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+		return 0;
+	}
+	const struct cls_word *sub = &v[i];
+	if (sub->flags & CLS_W_EXP)
+		return cls_refuse(c, sub->off, "gh subcommand is not static");
+	if (cls_word_is(sub, "api")) {
+		static const char *const lv[] = {"method", "raw-field", "field", "header", "input",
+			"jq", "template", "hostname", "preview", "cache", NULL};
+		static const struct cls_opts spec = {"XfFHqtp", NULL, lv, 0, 0};
+		struct gh_state st = {0, 0};
+		size_t k = i + 1;
+		/* options may come before and after the endpoint */
+		while (k < n) {
+			k = cls_opts_walk(v, n, k, &spec, gh_api_opt, &st, NULL);
+			if (k < n)
+				k++;
+		}
+		if (st.method == 3 || (flags & CLS_C_XARGS && st.method == 0 && !st.fields))
+			c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+		else if (st.method == 2 || (st.method == 0 && st.fields))
+			c->tags |= ALLOW_TAG_HTTP_WRITE;
+		else
+			c->tags |= ALLOW_TAG_HTTP_READ;
+		return 0;
+	}
+	static const char *const none[] = {"help", "version", "completion", "config", "alias",
+		"--version", "--help", NULL};
+	if (in_set(none, sub))
+		return 0;
+	size_t k = first_operand(v, n, i + 1);
+	const struct cls_word *verb = k < n ? &v[k] : NULL;
+	static const char *const fetchers[] = {"clone", "checkout", "sync", "fork", NULL};
+	static const char *const reads[] = {"list", "view", "status", "diff", "checks", "download",
+		"watch", "browse", "search", "ls", NULL};
+	static const char *const writes[] = {"create", "delete", "edit", "upload", "merge", "close",
+		"reopen", "comment", "review", "ready", "transfer", "lock", "unlock", "pin", "unpin",
+		"rename", "archive", "unarchive", "set", "add", "remove", "rerun", "cancel", "run",
+		"enable", "disable", "delete-asset", "develop", "set-default", "deploy-key", NULL};
+	if (verb != NULL && in_set(fetchers, verb)) {
+		c->tags |= ALLOW_TAG_GIT_FETCH;
+		if (cls_word_is(verb, "fork"))
+			c->tags |= ALLOW_TAG_HTTP_WRITE;
+	} else if (verb != NULL && in_set(reads, verb)) {
+		c->tags |= ALLOW_TAG_HTTP_READ;
+	} else if (verb != NULL && in_set(writes, verb)) {
+		c->tags |= ALLOW_TAG_HTTP_WRITE;
+	} else {
+		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+	}
+	return 0;
+}
+
+/* ---- ssh, scp, sftp, rsync -------------------------------------------------------------- */
+
+int cls_rule_ssh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct cls_opts spec = {"BbcDEeFIiJLlmOopQRSWw", NULL, NULL, 0, 0};
+	size_t k = cls_opts_walk(v, n, 1, &spec, NULL, NULL, NULL);
+	c->tags |= ALLOW_TAG_SSH_READ;
+	if (k < n) {
+		const struct cls_word *w = &v[k];
+		if (starts_with(w, "ssh://"))
+			cls_add_url_host(c, w, 0);
+		else
+			cls_add_host(c, w->s, w->len);
+	}
+	return 0;
+}
+
+/* The host of [user@]host:path, when the colon comes before any slash. */
+static void remote_path_host(struct cls_ctx *c, const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return;
+	if (strstr(w->s, "://") != NULL) {
+		cls_add_url_host(c, w, 0);
+		return;
+	}
+	const char *s = w->s;
+	size_t hl;
+	if (s[0] == '[' || (memchr(s, '@', w->len) && strstr(s, "@[") != NULL)) {
+		const char *rb = memchr(s, ']', w->len);
+		if (rb == NULL || rb[1] != ':')
+			return;
+		hl = (size_t)(rb + 1 - s);
+	} else {
+		const char *colon = memchr(s, ':', w->len);
+		if (colon == NULL || colon == s || memchr(s, '/', (size_t)(colon - s)) != NULL)
+			return;
+		hl = (size_t)(colon - s);
+	}
+	/* strip brackets around an IPv6 literal for cls_add_host */
+	const char *h = s;
+	const char *at = NULL;
+	for (const char *p = s; p < s + hl; p++)
+		if (*p == '@')
+			at = p;
+	if (at != NULL) {
+		hl -= (size_t)(at + 1 - s);
+		h = at + 1;
+	}
+	cls_add_host(c, h, hl);
+}
+
+int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct cls_opts spec = {"cDFiJloPSsXRB", NULL, NULL, 0, 0};
+	c->tags |= ALLOW_TAG_SSH_WRITE;
+	size_t i = 1;
+	int sftp = v[0].len >= 4 && strcmp(v[0].s + v[0].len - 4, "sftp") == 0;
+	while (i < n) {
+		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+		if (i >= n)
+			break;
+		if (sftp && !strstr(v[i].s, "://") && !memchr(v[i].s, ':', v[i].len))
+			cls_add_host(c, v[i].s, v[i].len);
+		else
+			remote_path_host(c, &v[i]);
+		i++;
+	}
+	return 0;
+}
+
+static const char *const rsync_lv[] = {"rsh", "rsync-path", "exclude", "include",
+	"exclude-from", "include-from", "files-from", "port", "password-file", "log-file",
+	"log-file-format", "out-format", "chmod", "compare-dest", "copy-dest", "link-dest",
+	"backup-dir", "suffix", "partial-dir", "timeout", "contimeout", "bwlimit", "max-size",
+	"min-size", "max-delete", "chown", "usermap", "groupmap", "compress-choice",
+	"checksum-choice", "sockopts", "iconv", "info", "debug", "stop-after", "stop-at",
+	"skip-compress", "address", "protocol", "write-batch", "read-batch", "only-write-batch",
+	"outbuf", "compress-level", "filter", "block-size", "temp-dir", "remote-option",
+	"modify-window", "max-alloc", "early-input", NULL};
+
+int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct cls_opts spec = {"efBTM@", NULL, rsync_lv, 0, 0};
+	int remote = (flags & CLS_C_XARGS) != 0;
+	size_t i = 1;
+	while (i < n) {
+		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+		if (i >= n)
+			break;
+		const struct cls_word *w = &v[i++];
+		if (w->flags & CLS_W_EXP) {
+			remote = 1;
+			continue;
+		}
+		if (starts_with(w, "rsync://")) {
+			remote = 1;
+			cls_add_url_host(c, w, 0);
+			continue;
+		}
+		const char *colon = memchr(w->s, ':', w->len);
+		if (colon == NULL || colon == w->s || memchr(w->s, '/', (size_t)(colon - w->s)))
+			continue;
+		remote = 1;
+		remote_path_host(c, w);
+	}
+	if (remote)
+		c->tags |= ALLOW_TAG_SSH_WRITE;
+	return 0;
+}
+
+/* ---- dig, host, nslookup ---------------------------------------------------------------- */
+
+static int is_rr_word(const struct cls_word *w)
+{
+	static const char *const rr[] = {"a", "aaaa", "any", "axfr", "caa", "cname", "dnskey", "ds",
+		"hinfo", "https", "ixfr", "mx", "naptr", "ns", "nsec", "nsec3", "ptr", "rrsig", "soa",
+		"spf", "srv", "sshfp", "svcb", "tlsa", "txt", "in", "ch", "hs", NULL};
+	if (w->len > 6)
+		return 0;
+	char low[8];
+	for (size_t i = 0; i < w->len; i++)
+		low[i] = (char)tolower((unsigned char)w->s[i]);
+	return cls_in_list(rr, low, w->len);
+}
+
+int cls_rule_dns(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	c->tags |= ALLOW_TAG_DNS;
+	int dig = strcmp(v[0].s + (v[0].len >= 3 ? v[0].len - 3 : 0), "dig") == 0;
+	int nslookup = v[0].len >= 8 && strcmp(v[0].s + v[0].len - 8, "nslookup") == 0;
+	static const struct cls_opts dig_spec = {"bcfkpqtxy", NULL, NULL, 0, 0};
+	static const struct cls_opts host_spec = {"cNRtWm", NULL, NULL, 0, 0};
+	const struct cls_opts *spec = dig ? &dig_spec : &host_spec;
+	size_t i = 1;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		if (w->len > 0 && (w->s[0] == '+' || w->s[0] == '@' || (nslookup && w->s[0] == '-'))) {
+			i++;
+			continue;
+		}
+		if (w->len > 1 && w->s[0] == '-') {
+			i = cls_opts_walk(v, n, i, spec, NULL, NULL, NULL);
+			continue;
+		}
+		if (!(dig && is_rr_word(w)))
+			cls_add_host(c, w->s, w->len);
+		/* the first name is the query; later operands are a server or types */
+		return 0;
+	}
+	return 0;
+}

@@ -1,0 +1,1729 @@
+/* The shell front end: a lexer with explicit quoting states and a recursive-descent parser for
+ * the bash grammar, enough to find every simple command a line would run.  Substitutions
+ * ($(...), `...`, <(...), >(...)) are parsed recursively, in place, as whole programs; here-doc
+ * bodies are read at the newline that follows their operator, as bash does.
+ *
+ * The parser does not evaluate anything.  It is strict where bash is lenient only in ways that
+ * refuse a line (fail closed), never the other way round. */
+#include <stdio.h>
+#include <string.h>
+
+#include "classifier/classifier.h"
+#include "classifier/internal.h"
+
+enum tok_kind {
+	T_EOF,        /* end of the source */
+	T_WORD,       /* a word (reserved words are words; the parser tells them apart) */
+	T_NL,         /* newline */
+	T_SEMI,       /* ; */
+	T_AMP,        /* & */
+	T_AND_IF,     /* && */
+	T_OR_IF,      /* || */
+	T_PIPE,       /* | */
+	T_PIPE_AMP,   /* |& */
+	T_LPAREN,     /* ( */
+	T_RPAREN,     /* ) */
+	T_DSEMI,      /* ;; and its variants ;& ;;& */
+	T_REDIR,      /* a redirection operator, with its fd */
+};
+
+enum redir_op {
+	R_IN,         /* < */
+	R_OUT,        /* > >> >| &> &>> >& */
+	R_DUPIN,      /* <& */
+	R_RW,         /* <> */
+	R_HEREDOC,    /* << and <<- */
+	R_HERESTR,    /* <<< */
+};
+
+struct token {
+	enum tok_kind kind;
+	size_t off;             /* offset in the source */
+	struct cls_word w;      /* T_WORD */
+	enum redir_op op;       /* T_REDIR */
+	int fd;                 /* T_REDIR: explicit fd number, -1 when none */
+	struct cls_doc *doc;    /* T_WORD following <<: the here-doc it delimits */
+};
+
+struct heredoc {
+	struct heredoc *next;   /* pending here-docs in operator order */
+	struct cls_doc *doc;    /* filled when the body is read */
+	const char *delim;      /* delimiter text */
+	size_t dlen;
+	int strip;              /* <<-: leading tabs stripped */
+	int quoted;             /* delimiter was quoted: body is literal */
+};
+
+struct parser {
+	struct cls_ctx *c;
+	const char *s;          /* source */
+	size_t len;
+	size_t pos;             /* lexer position */
+	size_t base;            /* offset of s[0] in the original line */
+	struct token tok;       /* lookahead */
+	int have;               /* tok is valid */
+	int want_delim;         /* the next word is a here-doc delimiter */
+	int want_strip;         /* ... of a <<- operator */
+	size_t delim_op;        /* offset of that operator */
+	struct heredoc *pending;   /* here-docs whose bodies come after the next newline */
+	struct heredoc **ptail;
+	struct cls_cmd **tail;  /* where the next simple command is appended */
+};
+
+/* A growable byte buffer for a word being decoded: starts on the stack, moves to the arena. */
+struct wbuf {
+	char *p;
+	size_t n, cap;
+	char small[128];
+};
+
+#define ERR(P, off, ...) cls_refuse((P)->c, (P)->base + (off), __VA_ARGS__)
+
+static int parse_list(struct parser *P, const char *const *stops, size_t *count);
+static int parse_command(struct parser *P);
+static int lex_word(struct parser *P, struct token *t);
+static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int dq);
+static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags);
+static int parse_dquote(struct parser *P, struct wbuf *b, unsigned *flags);
+static int peek(struct parser *P, struct token **t);
+
+static void wb_init(struct wbuf *b)
+{
+	b->p = b->small;
+	b->n = 0;
+	b->cap = sizeof b->small;
+}
+
+static int wb_put(struct parser *P, struct wbuf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = b->cap * 2;
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		char *np = cls_alloc(P->c, cap, P->base + P->pos);
+		if (np == NULL)
+			return -1;
+		memcpy(np, b->p, b->n);
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	return 0;
+}
+
+static int wb_putc(struct parser *P, struct wbuf *b, char ch)
+{
+	if (b->n + 2 <= b->cap) {
+		b->p[b->n++] = ch;
+		return 0;
+	}
+	return wb_put(P, b, &ch, 1);
+}
+
+/* An expansion: its value is unknown, so the decoded text gets a mark there. */
+static int wb_exp(struct parser *P, struct wbuf *b, unsigned *flags)
+{
+	if (b->n == 0 && !(*flags & CLS_W_EXP))
+		*flags |= CLS_W_LEADEXP;
+	*flags |= CLS_W_EXP;
+	return wb_putc(P, b, CLS_EXP_MARK);
+}
+
+static int is_meta(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == '&' || ch == '|' ||
+		ch == '(' || ch == ')' || ch == '<' || ch == '>';
+}
+
+static int is_name_start(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+}
+
+static int is_name_char(char ch)
+{
+	return is_name_start(ch) || (ch >= '0' && ch <= '9');
+}
+
+/* Index past any backslash-newline pairs at i: bash removes them before tokenising. */
+static size_t skip_cont(const struct parser *P, size_t i)
+{
+	while (i + 1 < P->len && P->s[i] == '\\' && P->s[i + 1] == '\n')
+		i += 2;
+	return i;
+}
+
+static char at(const struct parser *P, size_t i)
+{
+	return i < P->len ? P->s[i] : '\0';
+}
+
+/* ---- substitutions ---------------------------------------------------------------------- */
+
+/* $( ... ) or <( ... ) with P->pos just past the opening parenthesis. */
+static int parse_subst(struct parser *P, size_t open)
+{
+	if (cls_enter(P->c, P->base + open) == -1)
+		return -1;
+	size_t n;
+	struct token *t;
+	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
+		return -1;
+	/* parse_list stops at a token it cannot use; it must be our closing parenthesis. */
+	if (P->tok.kind != T_RPAREN) {
+		if (P->tok.kind == T_EOF)
+			return ERR(P, open, "unterminated substitution");
+		return ERR(P, P->tok.off, "syntax error in substitution");
+	}
+	P->have = 0;
+	cls_leave(P->c);
+	return 0;
+}
+
+/* Scans an arithmetic body after "((" (or "$(("), parsing the substitutions inside.  Returns 0
+ * when it ended with "))", 1 when the text is not arithmetic (bash then re-reads it as nested
+ * parentheses), -1 when refused. */
+static int scan_arith(struct parser *P, size_t open)
+{
+	int depth = 0;
+	struct wbuf b;
+	unsigned fl = 0;
+	wb_init(&b);
+	for (;;) {
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated arithmetic expression");
+		char ch = P->s[P->pos];
+		if (ch == '(') {
+			depth++;
+			P->pos++;
+		} else if (ch == ')') {
+			if (depth == 0) {
+				if (at(P, P->pos + 1) == ')') {
+					P->pos += 2;
+					return 0;
+				}
+				return 1;
+			}
+			depth--;
+			P->pos++;
+		} else if (ch == '$') {
+			if (parse_dollar(P, &b, &fl, 0) == -1)
+				return -1;
+		} else if (ch == '`') {
+			if (parse_backtick(P, &b, &fl) == -1)
+				return -1;
+		} else if (ch == '"') {
+			P->pos++;
+			if (parse_dquote(P, &b, &fl) == -1)
+				return -1;
+		} else if (ch == '\'') {
+			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+			if (q == NULL)
+				return ERR(P, P->pos, "unterminated single quote");
+			P->pos = (size_t)(q - P->s) + 1;
+		} else if (ch == '\\' && P->pos + 1 < P->len) {
+			P->pos += 2;
+		} else {
+			P->pos++;
+		}
+		b.n = 0; /* the text of an arithmetic expression is never needed */
+	}
+}
+
+/* The state a failed arithmetic scan must undo: it may have recorded commands. */
+struct mark {
+	size_t pos;
+	struct cls_cmd **tail;
+	struct cls_cmd *tailval;
+	size_t ncmds;
+	struct heredoc **ptail;
+	struct heredoc *pendval;
+	int want_delim;
+};
+
+static void mark_save(struct parser *P, struct mark *m)
+{
+	m->pos = P->pos;
+	m->tail = P->tail;
+	m->tailval = *P->tail;
+	m->ncmds = P->c->ncmds;
+	m->ptail = P->ptail;
+	m->pendval = *P->ptail;
+	m->want_delim = P->want_delim;
+}
+
+static void mark_restore(struct parser *P, const struct mark *m)
+{
+	P->pos = m->pos;
+	P->tail = m->tail;
+	*P->tail = m->tailval;
+	P->c->ncmds = m->ncmds;
+	P->ptail = m->ptail;
+	*P->ptail = m->pendval;
+	P->want_delim = m->want_delim;
+}
+
+/* ${ ... } with P->pos just past "${". */
+static int parse_braceparam(struct parser *P, size_t open, int dq)
+{
+	struct wbuf b;
+	unsigned fl = 0;
+	wb_init(&b);
+	if (cls_enter(P->c, P->base + open) == -1)
+		return -1;
+	for (;;) {
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated ${");
+		char ch = P->s[P->pos];
+		if (ch == '}') {
+			P->pos++;
+			break;
+		}
+		if (ch == '\\') {
+			P->pos += P->pos + 1 < P->len ? 2 : 1;
+		} else if (ch == '\'' && !dq) {
+			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+			if (q == NULL)
+				return ERR(P, P->pos, "unterminated single quote");
+			P->pos = (size_t)(q - P->s) + 1;
+		} else if (ch == '"') {
+			P->pos++;
+			if (parse_dquote(P, &b, &fl) == -1)
+				return -1;
+		} else if (ch == '$') {
+			if (parse_dollar(P, &b, &fl, dq) == -1)
+				return -1;
+		} else if (ch == '`') {
+			if (parse_backtick(P, &b, &fl) == -1)
+				return -1;
+		} else {
+			P->pos++;
+		}
+		b.n = 0;
+	}
+	cls_leave(P->c);
+	return 0;
+}
+
+/* Appends the UTF-8 encoding of code point cp. */
+static int put_utf8(struct parser *P, struct wbuf *b, unsigned long cp)
+{
+	char u[4];
+	size_t n;
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xc0 | (cp >> 6));
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | (cp >> 12));
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		if (cp > 0x10ffff)
+			cp = 0xfffd;
+		u[0] = (char)(0xf0 | (cp >> 18));
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	return wb_put(P, b, u, n);
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* $'...' with P->pos just past "$'": decodes bash's ANSI-C escapes.  A NUL ends the string's
+ * value, as in bash. */
+static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
+{
+	int cut = 0;
+	for (;;) {
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated $'");
+		char ch = P->s[P->pos++];
+		if (ch == '\'')
+			return 0;
+		if (ch != '\\') {
+			if (!cut && wb_putc(P, b, ch) == -1)
+				return -1;
+			continue;
+		}
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated $'");
+		char e = P->s[P->pos++];
+		unsigned long v = 0;
+		int raw = 0; /* v is a byte, not a code point */
+		switch (e) {
+		case 'a': v = 7; raw = 1; break;
+		case 'b': v = 8; raw = 1; break;
+		case 'e': case 'E': v = 27; raw = 1; break;
+		case 'f': v = 12; raw = 1; break;
+		case 'n': v = 10; raw = 1; break;
+		case 'r': v = 13; raw = 1; break;
+		case 't': v = 9; raw = 1; break;
+		case 'v': v = 11; raw = 1; break;
+		case '\\': case '\'': case '"': case '?': v = (unsigned char)e; raw = 1; break;
+		case 'c':
+			if (P->pos >= P->len)
+				return ERR(P, open, "unterminated $'");
+			v = (unsigned char)P->s[P->pos++] & 0x1f;
+			raw = 1;
+			break;
+		case 'x': case 'u': case 'U': {
+			int max = e == 'x' ? 2 : e == 'u' ? 4 : 8, k = 0, h;
+			while (k < max && P->pos < P->len && (h = hexval(P->s[P->pos])) >= 0) {
+				v = v * 16 + (unsigned long)h;
+				P->pos++;
+				k++;
+			}
+			if (k == 0) {
+				/* no digits: bash keeps the text as it is */
+				if (!cut && (wb_putc(P, b, '\\') == -1 || wb_putc(P, b, e) == -1))
+					return -1;
+				continue;
+			}
+			raw = e == 'x';
+			break;
+		}
+		default:
+			if (e >= '0' && e <= '7') {
+				v = (unsigned long)(e - '0');
+				for (int k = 0; k < 2 && P->pos < P->len && P->s[P->pos] >= '0' &&
+					P->s[P->pos] <= '7'; k++)
+					v = v * 8 + (unsigned long)(P->s[P->pos++] - '0');
+				v &= 0xff;
+				raw = 1;
+				break;
+			}
+			if (!cut && (wb_putc(P, b, '\\') == -1 || wb_putc(P, b, e) == -1))
+				return -1;
+			continue;
+		}
+		if (v == 0)
+			cut = 1;
+		if (cut)
+			continue;
+		if (raw) {
+			if (wb_putc(P, b, (char)v) == -1)
+				return -1;
+		} else if (put_utf8(P, b, v) == -1) {
+			return -1;
+		}
+	}
+}
+
+/* A '$' at P->pos, outside quotes or inside double quotes (dq). */
+static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int dq)
+{
+	size_t open = P->pos;
+	char n = at(P, P->pos + 1);
+	if (n == '\'' && !dq) {
+		P->pos += 2;
+		*flags |= CLS_W_QUOTED;
+		return parse_ansic(P, b, open);
+	}
+	if (n == '"' && !dq) {
+		P->pos += 2;
+		*flags |= CLS_W_QUOTED;
+		return parse_dquote(P, b, flags);
+	}
+	if (n == '(') {
+		if (at(P, P->pos + 2) == '(') {
+			struct mark m;
+			P->pos += 3;
+			mark_save(P, &m);
+			if (cls_enter(P->c, P->base + open) == -1)
+				return -1;
+			int r = scan_arith(P, open);
+			cls_leave(P->c);
+			if (r == -1)
+				return -1;
+			if (r == 0)
+				return wb_exp(P, b, flags);
+			mark_restore(P, &m);
+			P->pos = open + 2; /* "$(" then a subshell */
+		} else {
+			P->pos += 2;
+		}
+		if (parse_subst(P, open) == -1)
+			return -1;
+		return wb_exp(P, b, flags);
+	}
+	if (n == '{') {
+		P->pos += 2;
+		if (parse_braceparam(P, open, dq) == -1)
+			return -1;
+		return wb_exp(P, b, flags);
+	}
+	if (n == '[') {
+		/* the obsolete $[ arithmetic ] */
+		int depth = 0;
+		P->pos += 2;
+		for (;;) {
+			if (P->pos >= P->len)
+				return ERR(P, open, "unterminated $[");
+			char ch = P->s[P->pos++];
+			if (ch == '[')
+				depth++;
+			else if (ch == ']' && depth-- == 0)
+				break;
+		}
+		return wb_exp(P, b, flags);
+	}
+	if (is_name_start(n)) {
+		P->pos += 2;
+		while (P->pos < P->len && is_name_char(P->s[P->pos]))
+			P->pos++;
+		return wb_exp(P, b, flags);
+	}
+	if ((n >= '0' && n <= '9') || (n != '\0' && strchr("@*#?$!-", n) != NULL)) {
+		P->pos += 2;
+		return wb_exp(P, b, flags);
+	}
+	P->pos++;
+	return wb_putc(P, b, '$');
+}
+
+/* `...` at P->pos: the body is unescaped (\\ \` \$) and parsed as a program of its own. */
+static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
+{
+	size_t open = P->pos;
+	struct wbuf body;
+	wb_init(&body);
+	P->pos++;
+	for (;;) {
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated backtick");
+		char ch = P->s[P->pos];
+		if (ch == '`') {
+			P->pos++;
+			break;
+		}
+		if (ch == '\\' && P->pos + 1 < P->len) {
+			char e = P->s[P->pos + 1];
+			if (e == '\\' || e == '`' || e == '$') {
+				if (wb_putc(P, &body, e) == -1)
+					return -1;
+				P->pos += 2;
+				continue;
+			}
+		}
+		if (wb_putc(P, &body, ch) == -1)
+			return -1;
+		P->pos++;
+	}
+	char *text = cls_strdup(P->c, body.p, body.n, P->base + open);
+	if (text == NULL)
+		return -1;
+	if (cls_enter(P->c, P->base + open) == -1)
+		return -1;
+	struct parser sub;
+	memset(&sub, 0, sizeof sub);
+	sub.c = P->c;
+	sub.s = text;
+	sub.len = body.n;
+	sub.base = P->base + open + 1;
+	sub.ptail = &sub.pending;
+	sub.tail = P->tail;
+	size_t n;
+	struct token *t;
+	if (parse_list(&sub, NULL, &n) == -1 || peek(&sub, &t) == -1)
+		return -1;
+	if (sub.tok.kind != T_EOF)
+		return ERR(&sub, sub.tok.off, "syntax error in backticks");
+	if (sub.pending != NULL)
+		return ERR(&sub, sub.len, "here-document reaches the end of the input");
+	P->tail = sub.tail;
+	cls_leave(P->c);
+	return wb_exp(P, b, flags);
+}
+
+/* Inside "...", with P->pos just past the opening quote. */
+static int parse_dquote(struct parser *P, struct wbuf *b, unsigned *flags)
+{
+	size_t open = P->pos - 1;
+	*flags |= CLS_W_QUOTED;
+	for (;;) {
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated double quote");
+		char ch = P->s[P->pos];
+		if (ch == '"') {
+			P->pos++;
+			return 0;
+		}
+		if (ch == '\\' && P->pos + 1 < P->len) {
+			char e = P->s[P->pos + 1];
+			if (e == '\n') {
+				P->pos += 2;
+				continue;
+			}
+			if (e == '$' || e == '`' || e == '"' || e == '\\') {
+				if (wb_putc(P, b, e) == -1)
+					return -1;
+				P->pos += 2;
+				continue;
+			}
+		}
+		if (ch == '$') {
+			if (parse_dollar(P, b, flags, 1) == -1)
+				return -1;
+			continue;
+		}
+		if (ch == '`') {
+			if (parse_backtick(P, b, flags) == -1)
+				return -1;
+			continue;
+		}
+		if (wb_putc(P, b, ch) == -1)
+			return -1;
+		P->pos++;
+	}
+}
+
+/* ---- words and tokens ------------------------------------------------------------------- */
+
+/* Whether the decoded text so far is "NAME=" or "NAME+=" with nothing quoted: an array
+ * assignment may follow. */
+static int is_assign_prefix(const struct wbuf *b, unsigned flags)
+{
+	if (flags != 0 || b->n < 2 || b->p[b->n - 1] != '=' || !is_name_start(b->p[0]))
+		return 0;
+	size_t i = 1, end = b->n - 1;
+	if (b->p[end - 1] == '+')
+		end--;
+	while (i < end && is_name_char(b->p[i]))
+		i++;
+	return i == end;
+}
+
+/* NAME=(words...) with P->pos at the '('. */
+static int parse_array(struct parser *P)
+{
+	size_t open = P->pos++;
+	for (;;) {
+		P->pos = skip_cont(P, P->pos);
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated array assignment");
+		char ch = P->s[P->pos];
+		if (ch == ' ' || ch == '\t' || ch == '\n') {
+			P->pos++;
+			continue;
+		}
+		if (ch == '#') {
+			while (P->pos < P->len && P->s[P->pos] != '\n')
+				P->pos++;
+			continue;
+		}
+		if (ch == ')') {
+			P->pos++;
+			return 0;
+		}
+		if (is_meta(ch) && !((ch == '<' || ch == '>') && at(P, P->pos + 1) == '('))
+			return ERR(P, P->pos, "syntax error in array assignment");
+		struct token t;
+		if (lex_word(P, &t) == -1)
+			return -1;
+	}
+}
+
+/* Reads one word starting at P->pos into t. */
+static int read_word(struct parser *P, struct token *t)
+{
+	struct wbuf b;
+	unsigned flags = 0;
+	int lbracket = 0, lbrace = 0;
+	size_t start = P->pos;
+	wb_init(&b);
+	while (P->pos < P->len) {
+		char ch = P->s[P->pos];
+		if (is_meta(ch)) {
+			if ((ch == '<' || ch == '>') && at(P, P->pos + 1) == '(') {
+				size_t open = P->pos;
+				P->pos += 2;
+				if (parse_subst(P, open) == -1 || wb_exp(P, &b, &flags) == -1)
+					return -1;
+				continue;
+			}
+			if (ch == '(' && is_assign_prefix(&b, flags)) {
+				if (parse_array(P) == -1)
+					return -1;
+				flags |= CLS_W_QUOTED; /* keep it from being read as a reserved word */
+				continue;
+			}
+			break;
+		}
+		switch (ch) {
+		case '\\':
+			if (P->pos + 1 >= P->len) {
+				P->pos++;
+				if (wb_putc(P, &b, '\\') == -1)
+					return -1;
+				break;
+			}
+			if (P->s[P->pos + 1] != '\n') {
+				flags |= CLS_W_QUOTED;
+				if (wb_putc(P, &b, P->s[P->pos + 1]) == -1)
+					return -1;
+			}
+			P->pos += 2;
+			break;
+		case '\'': {
+			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+			if (q == NULL)
+				return ERR(P, P->pos, "unterminated single quote");
+			size_t qs = P->pos + 1, qe = (size_t)(q - P->s);
+			if (wb_put(P, &b, P->s + qs, qe - qs) == -1)
+				return -1;
+			flags |= CLS_W_QUOTED;
+			P->pos = qe + 1;
+			break;
+		}
+		case '"':
+			P->pos++;
+			if (parse_dquote(P, &b, &flags) == -1)
+				return -1;
+			break;
+		case '$':
+			if (parse_dollar(P, &b, &flags, 0) == -1)
+				return -1;
+			break;
+		case '`':
+			if (parse_backtick(P, &b, &flags) == -1)
+				return -1;
+			break;
+		case '*':
+		case '?':
+			flags |= CLS_W_GLOB;
+			if (wb_putc(P, &b, ch) == -1)
+				return -1;
+			P->pos++;
+			break;
+		case '[':
+			lbracket = 1;
+			if (wb_putc(P, &b, ch) == -1)
+				return -1;
+			P->pos++;
+			break;
+		case ']':
+			if (lbracket)
+				flags |= CLS_W_GLOB;
+			if (wb_putc(P, &b, ch) == -1)
+				return -1;
+			P->pos++;
+			break;
+		case '{':
+			lbrace = 1;
+			if (wb_putc(P, &b, ch) == -1)
+				return -1;
+			P->pos++;
+			break;
+		case '}':
+			if (lbrace)
+				flags |= CLS_W_BRACE;
+			if (wb_putc(P, &b, ch) == -1)
+				return -1;
+			P->pos++;
+			break;
+		default:
+			if (wb_putc(P, &b, ch) == -1)
+				return -1;
+			P->pos++;
+			break;
+		}
+	}
+	if (P->pos == start)
+		return ERR(P, start, "syntax error near `%c'", at(P, start));
+	char *text = cls_strdup(P->c, b.p, b.n, P->base + start);
+	if (text == NULL)
+		return -1;
+	t->kind = T_WORD;
+	t->off = start;
+	t->w.s = text;
+	t->w.len = b.n;
+	t->w.flags = flags;
+	t->w.off = P->base + start;
+	t->doc = NULL;
+	return 0;
+}
+
+/* Scans an unquoted here-doc body (already delimited) for substitutions. */
+static int scan_body(struct parser *P, size_t from, size_t to, struct cls_doc *doc)
+{
+	struct parser sub;
+	memset(&sub, 0, sizeof sub);
+	sub.c = P->c;
+	sub.s = P->s + from;
+	sub.len = to - from;
+	sub.base = P->base + from;
+	sub.ptail = &sub.pending;
+	sub.tail = P->tail;
+	struct wbuf b;
+	unsigned fl = 0;
+	wb_init(&b);
+	while (sub.pos < sub.len) {
+		char ch = sub.s[sub.pos];
+		if (ch == '\\') {
+			doc->nonstatic = 1; /* its text would need unescaping; nobody needs it exactly */
+			sub.pos += sub.pos + 1 < sub.len ? 2 : 1;
+		} else if (ch == '$') {
+			if (parse_dollar(&sub, &b, &fl, 1) == -1)
+				return -1;
+		} else if (ch == '`') {
+			if (parse_backtick(&sub, &b, &fl) == -1)
+				return -1;
+		} else {
+			sub.pos++;
+		}
+		b.n = 0;
+	}
+	if (fl & CLS_W_EXP)
+		doc->nonstatic = 1;
+	P->tail = sub.tail;
+	return 0;
+}
+
+/* Reads the bodies of the pending here-docs, starting at P->pos (just past a newline). */
+static int read_heredocs(struct parser *P)
+{
+	while (P->pending != NULL) {
+		struct heredoc *h = P->pending;
+		size_t body = P->pos, end = 0;
+		int found = 0;
+		while (P->pos < P->len) {
+			size_t ls = P->pos;
+			const char *nl = memchr(P->s + ls, '\n', P->len - ls);
+			size_t le = nl ? (size_t)(nl - P->s) : P->len;
+			size_t cs = ls;
+			if (h->strip)
+				while (cs < le && P->s[cs] == '\t')
+					cs++;
+			P->pos = nl ? le + 1 : le;
+			if (le - cs == h->dlen && memcmp(P->s + cs, h->delim, h->dlen) == 0) {
+				end = ls;
+				found = 1;
+				break;
+			}
+		}
+		if (!found)
+			return ERR(P, h->doc->off - P->base, "here-document reaches the end of the input");
+		h->doc->s = cls_strdup(P->c, P->s + body, end - body, P->base + body);
+		if (h->doc->s == NULL)
+			return -1;
+		h->doc->len = end - body;
+		if (!h->quoted && scan_body(P, body, end, h->doc) == -1)
+			return -1;
+		h->doc->ready = 1;
+		P->pending = h->next;
+	}
+	P->ptail = &P->pending;
+	return 0;
+}
+
+static void set_op(struct token *t, enum redir_op op, int fd, size_t adv, struct parser *P)
+{
+	t->kind = T_REDIR;
+	t->op = op;
+	t->fd = fd;
+	P->pos += adv;
+}
+
+/* Lexes the next token into t. */
+static int lex_word(struct parser *P, struct token *t)
+{
+	for (;;) {
+		while (P->pos < P->len) {
+			char ch = P->s[P->pos];
+			if (ch == ' ' || ch == '\t')
+				P->pos++;
+			else if (ch == '\\' && at(P, P->pos + 1) == '\n')
+				P->pos += 2;
+			else
+				break;
+		}
+		if (P->pos < P->len && P->s[P->pos] == '#') {
+			/* a comment: only here, at the start of a word; no continuation inside it */
+			const char *nl = memchr(P->s + P->pos, '\n', P->len - P->pos);
+			P->pos = nl ? (size_t)(nl - P->s) : P->len;
+			continue;
+		}
+		break;
+	}
+	t->off = P->pos;
+	t->doc = NULL;
+	t->fd = -1;
+	if (P->pos >= P->len) {
+		if (P->want_delim)
+			return ERR(P, P->delim_op, "here-document operator without a delimiter");
+		if (P->pending != NULL)
+			return ERR(P, P->pending->doc->off - P->base,
+				"here-document reaches the end of the input");
+		t->kind = T_EOF;
+		return 0;
+	}
+	char ch = P->s[P->pos];
+	size_t n1 = skip_cont(P, P->pos + 1);
+	char c1 = at(P, n1);
+	char r1 = at(P, P->pos + 1);
+	if (P->want_delim && (is_meta(ch) && !((ch == '<' || ch == '>') && r1 == '(')))
+		return ERR(P, P->delim_op, "here-document operator without a delimiter");
+	switch (ch) {
+	case '\n':
+		P->pos++;
+		t->kind = T_NL;
+		return read_heredocs(P);
+	case ';':
+		if (c1 == ';') {
+			size_t n2 = skip_cont(P, n1 + 1);
+			P->pos = at(P, n2) == '&' ? n2 + 1 : n1 + 1;
+			t->kind = T_DSEMI;
+		} else if (c1 == '&') {
+			P->pos = n1 + 1;
+			t->kind = T_DSEMI;
+		} else {
+			P->pos++;
+			t->kind = T_SEMI;
+		}
+		return 0;
+	case '&':
+		if (c1 == '&') {
+			P->pos = n1 + 1;
+			t->kind = T_AND_IF;
+		} else if (c1 == '>') {
+			size_t n2 = skip_cont(P, n1 + 1);
+			P->pos = at(P, n2) == '>' ? n2 + 1 : n1 + 1;
+			t->kind = T_REDIR;
+			t->op = R_OUT;
+		} else {
+			P->pos++;
+			t->kind = T_AMP;
+		}
+		return 0;
+	case '|':
+		if (c1 == '|') {
+			P->pos = n1 + 1;
+			t->kind = T_OR_IF;
+		} else if (c1 == '&') {
+			P->pos = n1 + 1;
+			t->kind = T_PIPE_AMP;
+		} else {
+			P->pos++;
+			t->kind = T_PIPE;
+		}
+		return 0;
+	case '(':
+		P->pos++;
+		t->kind = T_LPAREN;
+		return 0;
+	case ')':
+		P->pos++;
+		t->kind = T_RPAREN;
+		return 0;
+	case '<':
+		if (r1 == '(')
+			break;
+		if (c1 == '<') {
+			size_t n2 = skip_cont(P, n1 + 1);
+			char c2 = at(P, n2);
+			if (c2 == '<') {
+				P->pos = n2 + 1;
+				set_op(t, R_HERESTR, -1, 0, P);
+			} else {
+				P->pos = c2 == '-' ? n2 + 1 : n1 + 1;
+				set_op(t, R_HEREDOC, -1, 0, P);
+				P->want_delim = 1;
+				P->want_strip = c2 == '-';
+				P->delim_op = t->off;
+			}
+		} else if (c1 == '&') {
+			P->pos = n1 + 1;
+			set_op(t, R_DUPIN, -1, 0, P);
+		} else if (c1 == '>') {
+			P->pos = n1 + 1;
+			set_op(t, R_RW, -1, 0, P);
+		} else {
+			set_op(t, R_IN, -1, 1, P);
+		}
+		return 0;
+	case '>':
+		if (r1 == '(')
+			break;
+		P->pos = (c1 == '>' || c1 == '&' || c1 == '|') ? n1 + 1 : P->pos + 1;
+		set_op(t, R_OUT, -1, 0, P);
+		return 0;
+	default:
+		break;
+	}
+	/* A number or {name} right before a redirection operator is its fd. */
+	if (ch >= '0' && ch <= '9') {
+		size_t i = P->pos;
+		while (i < P->len && P->s[i] >= '0' && P->s[i] <= '9')
+			i++;
+		if (i < P->len && (P->s[i] == '<' || P->s[i] == '>') && at(P, i + 1) != '(' &&
+			i - P->pos < 6) {
+			int fd = 0;
+			for (size_t k = P->pos; k < i; k++)
+				fd = fd * 10 + (P->s[k] - '0');
+			P->pos = i;
+			if (lex_word(P, t) == -1)
+				return -1;
+			t->fd = fd;
+			return 0;
+		}
+	} else if (ch == '{' && is_name_start(c1)) {
+		size_t i = P->pos + 1;
+		while (i < P->len && is_name_char(P->s[i]))
+			i++;
+		if (at(P, i) == '}' && (at(P, i + 1) == '<' || at(P, i + 1) == '>') &&
+			at(P, i + 2) != '(') {
+			P->pos = i + 1;
+			if (lex_word(P, t) == -1)
+				return -1;
+			t->fd = 10; /* an allocated fd: never standard input */
+			return 0;
+		}
+	}
+	int delim = P->want_delim;
+	P->want_delim = 0;
+	if (read_word(P, t) == -1)
+		return -1;
+	if (delim) {
+		/* A delimiter is taken literally; expansions in it are not worth modelling. */
+		if (t->w.flags & CLS_W_EXP)
+			return ERR(P, t->off, "here-document delimiter with an expansion");
+		struct heredoc *h = cls_alloc(P->c, sizeof *h, P->base + t->off);
+		struct cls_doc *d = cls_alloc(P->c, sizeof *d, P->base + t->off);
+		if (h == NULL || d == NULL)
+			return -1;
+		memset(d, 0, sizeof *d);
+		d->off = P->base + P->delim_op;
+		h->next = NULL;
+		h->doc = d;
+		h->delim = t->w.s;
+		h->dlen = t->w.len;
+		h->strip = P->want_strip;
+		h->quoted = (t->w.flags & CLS_W_QUOTED) != 0;
+		*P->ptail = h;
+		P->ptail = &h->next;
+		t->doc = d;
+	}
+	return 0;
+}
+
+static int peek(struct parser *P, struct token **t)
+{
+	if (!P->have) {
+		if (lex_word(P, &P->tok) == -1)
+			return -1;
+		P->have = 1;
+	}
+	*t = &P->tok;
+	return 0;
+}
+
+static void consume(struct parser *P)
+{
+	P->have = 0;
+}
+
+static int is_word(const struct token *t, const char *w)
+{
+	return t->kind == T_WORD && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
+		strcmp(t->w.s, w) == 0;
+}
+
+static int in_stops(const struct token *t, const char *const *stops)
+{
+	if (stops == NULL || t->kind != T_WORD)
+		return 0;
+	for (size_t i = 0; stops[i] != NULL; i++)
+		if (is_word(t, stops[i]))
+			return 1;
+	return 0;
+}
+
+static const char *tok_name(const struct token *t)
+{
+	switch (t->kind) {
+	case T_EOF: return "end of input";
+	case T_WORD: return t->w.s;
+	case T_NL: return "newline";
+	case T_SEMI: return ";";
+	case T_AMP: return "&";
+	case T_AND_IF: return "&&";
+	case T_OR_IF: return "||";
+	case T_PIPE: return "|";
+	case T_PIPE_AMP: return "|&";
+	case T_LPAREN: return "(";
+	case T_RPAREN: return ")";
+	case T_DSEMI: return ";;";
+	case T_REDIR: return "redirection";
+	}
+	return "token";
+}
+
+static int unexpected(struct parser *P, const struct token *t)
+{
+	if (t->kind == T_EOF)
+		return ERR(P, t->off, "syntax error: unexpected end of input");
+	char name[48];
+	snprintf(name, sizeof name, "%s", tok_name(t));
+	return ERR(P, t->off, "syntax error near `%s'", name);
+}
+
+static int expect_word(struct parser *P, const char *w)
+{
+	struct token *t;
+	if (peek(P, &t) == -1)
+		return -1;
+	if (!is_word(t, w))
+		return unexpected(P, t);
+	consume(P);
+	return 0;
+}
+
+static int skip_newlines(struct parser *P)
+{
+	struct token *t;
+	for (;;) {
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind != T_NL)
+			return 0;
+		consume(P);
+	}
+}
+
+/* ---- grammar ---------------------------------------------------------------------------- */
+
+/* Marks every command recorded since *from with flags (and a here-doc for standard input). */
+static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc)
+{
+	for (struct cls_cmd *c = from; c != NULL; c = c->next) {
+		c->flags |= flags;
+		if (doc != NULL && c->doc == NULL)
+			c->doc = doc;
+	}
+}
+
+struct redirs {
+	unsigned flags;       /* CLS_C_STDIN when fd 0 was redirected */
+	struct cls_doc *doc;  /* here-doc or here-string on fd 0 */
+};
+
+/* One redirection, the operator token being current. */
+static int parse_redir(struct parser *P, struct redirs *r)
+{
+	struct token *t;
+	if (peek(P, &t) == -1)
+		return -1;
+	enum redir_op op = t->op;
+	int fd = t->fd;
+	size_t off = t->off;
+	consume(P);
+	if (peek(P, &t) == -1)
+		return -1;
+	if (t->kind != T_WORD)
+		return unexpected(P, t);
+	int on_stdin = fd == -1 || fd == 0;
+	if (op == R_OUT)
+		on_stdin = fd == 0;
+	if (on_stdin && op != R_OUT)
+		r->flags |= CLS_C_STDIN;
+	if (op == R_HEREDOC && on_stdin) {
+		r->doc = t->doc;
+	} else if (op == R_HERESTR && on_stdin) {
+		struct cls_doc *d = cls_alloc(P->c, sizeof *d, P->base + off);
+		if (d == NULL)
+			return -1;
+		d->s = t->w.s;
+		d->len = t->w.len;
+		d->nonstatic = (t->w.flags & CLS_W_EXP) != 0;
+		d->ready = 1;
+		d->off = P->base + off;
+		r->doc = d;
+	}
+	consume(P);
+	return 0;
+}
+
+static int parse_trailing_redirs(struct parser *P, struct cls_cmd **from)
+{
+	struct redirs r = {0, NULL};
+	struct token *t;
+	for (;;) {
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind != T_REDIR)
+			break;
+		if (parse_redir(P, &r) == -1)
+			return -1;
+	}
+	if (r.flags || r.doc)
+		mark_cmds(*from, r.flags, r.doc);
+	return 0;
+}
+
+/* Grows an arena array of words. */
+static int push_word(struct parser *P, struct cls_cmd *cmd, size_t *cap, const struct cls_word *w)
+{
+	if (cmd->argc == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 8;
+		struct cls_word *nv = cls_alloc(P->c, ncap * sizeof *nv, w->off);
+		if (nv == NULL)
+			return -1;
+		if (cmd->argc)
+			memcpy(nv, cmd->argv, cmd->argc * sizeof *nv);
+		cmd->argv = nv;
+		*cap = ncap;
+	}
+	cmd->argv[cmd->argc++] = *w;
+	return 0;
+}
+
+static int is_assignment(const struct cls_word *w)
+{
+	/* NAME=... or NAME+=... or NAME[...]=..., the name unquoted */
+	const char *s = w->s;
+	if (!is_name_start(s[0]))
+		return 0;
+	size_t i = 1;
+	while (i < w->len && is_name_char(s[i]))
+		i++;
+	if (i < w->len && s[i] == '[') {
+		const char *rb = memchr(s + i, ']', w->len - i);
+		if (rb == NULL)
+			return 0;
+		i = (size_t)(rb - s) + 1;
+	}
+	if (i < w->len && s[i] == '+')
+		i++;
+	return i < w->len && s[i] == '=';
+}
+
+static int is_compound_start(const struct token *t)
+{
+	static const char *const starts[] = {"{", "(", "if", "while", "until", "for", "select",
+		"case", "[[", NULL};
+	return t->kind == T_LPAREN || in_stops(t, starts);
+}
+
+static int parse_function_body(struct parser *P)
+{
+	struct token *t;
+	if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+		return -1;
+	if (!is_compound_start(t))
+		return unexpected(P, t);
+	/* A defined function counts as run: its commands are recorded like any others. */
+	return parse_command(P);
+}
+
+static int parse_simple(struct parser *P)
+{
+	struct cls_cmd *cmd = cls_alloc(P->c, sizeof *cmd, P->base + P->pos);
+	if (cmd == NULL)
+		return -1;
+	memset(cmd, 0, sizeof *cmd);
+	struct redirs r = {0, NULL};
+	size_t cap = 0;
+	struct token *t;
+	for (;;) {
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_REDIR) {
+			if (parse_redir(P, &r) == -1)
+				return -1;
+			continue;
+		}
+		if (t->kind != T_WORD)
+			break;
+		if (cmd->argc == 0 && is_assignment(&t->w)) {
+			consume(P);
+			continue;
+		}
+		struct cls_word w = t->w;
+		consume(P);
+		if (cmd->argc == 0) {
+			struct token *n;
+			if (peek(P, &n) == -1)
+				return -1;
+			if (n->kind == T_LPAREN) {
+				/* name () compound-command */
+				consume(P);
+				if (peek(P, &n) == -1)
+					return -1;
+				if (n->kind != T_RPAREN)
+					return unexpected(P, n);
+				consume(P);
+				if (w.flags & CLS_W_EXP)
+					return ERR(P, w.off - P->base, "function name is not static");
+				if (cls_enter(P->c, w.off) == -1 || parse_function_body(P) == -1)
+					return -1;
+				cls_leave(P->c);
+				return 0;
+			}
+		}
+		if (push_word(P, cmd, &cap, &w) == -1)
+			return -1;
+	}
+	if (cmd->argc == 0) {
+		/* assignments and redirections only: their substitutions are already recorded */
+		return 0;
+	}
+	if (++P->c->ncmds > CLS_MAX_COMMANDS)
+		return ERR(P, cmd->argv[0].off - P->base, "more than %d simple commands",
+			CLS_MAX_COMMANDS);
+	cmd->flags = r.flags;
+	cmd->doc = r.doc;
+	/* Substitutions inside the words were recorded first; the command follows them. */
+	*P->tail = cmd;
+	P->tail = &cmd->next;
+	return 0;
+}
+
+static const char *const stop_then[] = {"then", NULL};
+static const char *const stop_else[] = {"elif", "else", "fi", NULL};
+static const char *const stop_fi[] = {"fi", NULL};
+static const char *const stop_do[] = {"do", NULL};
+static const char *const stop_done[] = {"done", NULL};
+static const char *const stop_brace[] = {"}", NULL};
+static const char *const stop_esac[] = {"esac", NULL};
+
+/* A compound list that must not be empty, ending at one of stops. */
+static int parse_body(struct parser *P, const char *const *stops)
+{
+	size_t n;
+	struct token *t;
+	if (parse_list(P, stops, &n) == -1 || peek(P, &t) == -1)
+		return -1;
+	if (n == 0 || !in_stops(t, stops))
+		return unexpected(P, t);
+	return 0;
+}
+
+static int parse_if(struct parser *P)
+{
+	struct token *t;
+	consume(P); /* if */
+	if (parse_body(P, stop_then) == -1)
+		return -1;
+	consume(P);
+	for (;;) {
+		if (parse_body(P, stop_else) == -1 || peek(P, &t) == -1)
+			return -1;
+		if (is_word(t, "fi")) {
+			consume(P);
+			return 0;
+		}
+		if (is_word(t, "else")) {
+			consume(P);
+			if (parse_body(P, stop_fi) == -1)
+				return -1;
+			consume(P);
+			return 0;
+		}
+		consume(P); /* elif */
+		if (parse_body(P, stop_then) == -1)
+			return -1;
+		consume(P);
+	}
+}
+
+static int parse_while(struct parser *P)
+{
+	consume(P);
+	if (parse_body(P, stop_do) == -1)
+		return -1;
+	consume(P);
+	if (parse_body(P, stop_done) == -1)
+		return -1;
+	consume(P);
+	return 0;
+}
+
+/* do ... done or { ... } after a for/select head. */
+static int parse_loop_body(struct parser *P)
+{
+	struct token *t;
+	if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+		return -1;
+	if (is_word(t, "{")) {
+		consume(P);
+		if (parse_body(P, stop_brace) == -1)
+			return -1;
+		consume(P);
+		return 0;
+	}
+	if (!is_word(t, "do"))
+		return unexpected(P, t);
+	consume(P);
+	if (parse_body(P, stop_done) == -1)
+		return -1;
+	consume(P);
+	return 0;
+}
+
+static int parse_for(struct parser *P)
+{
+	struct token *t;
+	int is_for = is_word(&P->tok, "for");
+	consume(P);
+	if (peek(P, &t) == -1)
+		return -1;
+	if (is_for && t->kind == T_LPAREN && at(P, P->pos) == '(') {
+		size_t open = t->off;
+		consume(P);
+		P->pos++;
+		int r = scan_arith(P, open);
+		if (r == -1)
+			return -1;
+		if (r == 1)
+			return ERR(P, open, "syntax error in for ((...))");
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_SEMI)
+			consume(P);
+		return parse_loop_body(P);
+	}
+	if (t->kind != T_WORD || (t->w.flags & CLS_W_EXP))
+		return unexpected(P, t);
+	consume(P);
+	if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+		return -1;
+	if (is_word(t, "in")) {
+		consume(P);
+		for (;;) {
+			if (peek(P, &t) == -1)
+				return -1;
+			if (t->kind != T_WORD)
+				break;
+			consume(P);
+		}
+		if (t->kind != T_SEMI && t->kind != T_NL)
+			return unexpected(P, t);
+		consume(P);
+	} else if (t->kind == T_SEMI) {
+		consume(P);
+	}
+	return parse_loop_body(P);
+}
+
+static int parse_case(struct parser *P)
+{
+	struct token *t;
+	consume(P);
+	if (peek(P, &t) == -1)
+		return -1;
+	if (t->kind != T_WORD)
+		return unexpected(P, t);
+	consume(P);
+	if (skip_newlines(P) == -1 || expect_word(P, "in") == -1)
+		return -1;
+	for (;;) {
+		if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+			return -1;
+		if (is_word(t, "esac")) {
+			consume(P);
+			return 0;
+		}
+		if (t->kind == T_LPAREN) {
+			consume(P);
+			if (peek(P, &t) == -1)
+				return -1;
+		}
+		for (;;) {
+			if (t->kind != T_WORD)
+				return unexpected(P, t);
+			consume(P);
+			if (peek(P, &t) == -1)
+				return -1;
+			if (t->kind != T_PIPE)
+				break;
+			consume(P);
+			if (peek(P, &t) == -1)
+				return -1;
+		}
+		if (t->kind != T_RPAREN)
+			return unexpected(P, t);
+		consume(P);
+		size_t n;
+		if (parse_list(P, stop_esac, &n) == -1 || peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_DSEMI) {
+			consume(P);
+			continue;
+		}
+		if (is_word(t, "esac")) {
+			consume(P);
+			return 0;
+		}
+		return unexpected(P, t);
+	}
+}
+
+static int parse_dbracket(struct parser *P)
+{
+	struct token *t;
+	size_t n = 0;
+	consume(P);
+	for (;;) {
+		if (peek(P, &t) == -1)
+			return -1;
+		if (is_word(t, "]]") && n > 0) {
+			consume(P);
+			return 0;
+		}
+		switch (t->kind) {
+		case T_EOF:
+		case T_SEMI:
+		case T_AMP:
+		case T_DSEMI:
+		case T_PIPE_AMP:
+			return unexpected(P, t);
+		default:
+			break;
+		}
+		if (t->kind == T_REDIR && (t->op == R_HEREDOC || t->op == R_HERESTR))
+			return unexpected(P, t);
+		consume(P);
+		n++;
+	}
+}
+
+static int parse_command(struct parser *P)
+{
+	struct token *t;
+	struct cls_cmd **from = P->tail;
+	if (peek(P, &t) == -1)
+		return -1;
+	size_t off = t->off;
+	int r;
+	if (t->kind == T_LPAREN) {
+		consume(P);
+		if (cls_enter(P->c, P->base + off) == -1)
+			return -1;
+		r = 1;
+		if (at(P, P->pos) == '(') {
+			/* (( arithmetic )) unless it does not end that way: then nested subshells */
+			struct mark m;
+			P->pos++;
+			mark_save(P, &m);
+			r = scan_arith(P, off);
+			if (r == -1)
+				return -1;
+			if (r == 1) {
+				mark_restore(P, &m);
+				P->pos--;
+			}
+		}
+		if (r == 1) {
+			size_t n;
+			if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
+				return -1;
+			if (n == 0 || t->kind != T_RPAREN)
+				return unexpected(P, t);
+			consume(P);
+		}
+		cls_leave(P->c);
+		return parse_trailing_redirs(P, from);
+	}
+	if (t->kind == T_REDIR)
+		return parse_simple(P);
+	if (t->kind != T_WORD)
+		return unexpected(P, t);
+	static const char *const bad[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}",
+		"in", NULL};
+	if (is_word(t, "in")) {
+		/* "in" is reserved only inside for/case heads */
+		return parse_simple(P);
+	}
+	if (in_stops(t, bad))
+		return unexpected(P, t);
+	if (cls_enter(P->c, P->base + off) == -1)
+		return -1;
+	if (is_word(t, "if")) {
+		r = parse_if(P);
+	} else if (is_word(t, "while") || is_word(t, "until")) {
+		r = parse_while(P);
+	} else if (is_word(t, "for") || is_word(t, "select")) {
+		r = parse_for(P);
+	} else if (is_word(t, "case")) {
+		r = parse_case(P);
+	} else if (is_word(t, "{")) {
+		consume(P);
+		r = parse_body(P, stop_brace);
+		if (r == 0)
+			consume(P);
+	} else if (is_word(t, "[[")) {
+		r = parse_dbracket(P);
+	} else if (is_word(t, "function")) {
+		consume(P);
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind != T_WORD || (t->w.flags & CLS_W_EXP))
+			return unexpected(P, t);
+		consume(P);
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_LPAREN) {
+			consume(P);
+			if (peek(P, &t) == -1)
+				return -1;
+			if (t->kind != T_RPAREN)
+				return unexpected(P, t);
+			consume(P);
+		}
+		r = parse_function_body(P);
+	} else if (is_word(t, "coproc")) {
+		consume(P);
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_WORD && !is_compound_start(t)) {
+			/* coproc NAME compound, when a compound follows the name */
+			size_t i = P->pos;
+			while (i < P->len && (P->s[i] == ' ' || P->s[i] == '\t'))
+				i++;
+			if (at(P, i) == '(' || (at(P, i) == '{' && (i + 1 >= P->len ||
+				is_meta(P->s[i + 1])))) {
+				consume(P);
+				if (peek(P, &t) == -1)
+					return -1;
+			}
+		}
+		r = parse_command(P);
+		cls_leave(P->c);
+		return r;
+	} else {
+		cls_leave(P->c);
+		return parse_simple(P);
+	}
+	if (r == -1)
+		return -1;
+	cls_leave(P->c);
+	return parse_trailing_redirs(P, from);
+}
+
+static int parse_pipeline(struct parser *P)
+{
+	struct token *t;
+	int prefix = 0;
+	for (;;) {
+		if (peek(P, &t) == -1)
+			return -1;
+		if (is_word(t, "!")) {
+			consume(P);
+			prefix = 1;
+		} else if (is_word(t, "time")) {
+			consume(P);
+			prefix = 1;
+			if (peek(P, &t) == -1)
+				return -1;
+			if (is_word(t, "-p"))
+				consume(P);
+			if (peek(P, &t) == -1)
+				return -1;
+			if (is_word(t, "--"))
+				consume(P);
+		} else {
+			break;
+		}
+	}
+	if (prefix && (t->kind == T_EOF || t->kind == T_NL || t->kind == T_SEMI ||
+		t->kind == T_AMP || t->kind == T_RPAREN))
+		return 0; /* bare `time` or `!` runs nothing */
+	for (int first = 1;; first = 0) {
+		struct cls_cmd **from = P->tail;
+		if (parse_command(P) == -1)
+			return -1;
+		if (!first)
+			mark_cmds(*from, CLS_C_PIPED, NULL);
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind != T_PIPE && t->kind != T_PIPE_AMP)
+			return 0;
+		consume(P);
+		if (skip_newlines(P) == -1)
+			return -1;
+	}
+}
+
+static int parse_and_or(struct parser *P)
+{
+	struct token *t;
+	if (parse_pipeline(P) == -1)
+		return -1;
+	for (;;) {
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind != T_AND_IF && t->kind != T_OR_IF)
+			return 0;
+		consume(P);
+		if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+			return -1;
+		if (t->kind != T_WORD && t->kind != T_LPAREN && t->kind != T_REDIR)
+			return unexpected(P, t);
+		if (parse_pipeline(P) == -1)
+			return -1;
+	}
+}
+
+/* A list of and-or lists separated by ; & or newlines, up to a token it cannot use (left as
+ * lookahead): end of input, ')', ';;', or a reserved word of stops in command position. */
+static int parse_list(struct parser *P, const char *const *stops, size_t *count)
+{
+	struct token *t;
+	*count = 0;
+	for (;;) {
+		if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_EOF || t->kind == T_RPAREN || t->kind == T_DSEMI ||
+			in_stops(t, stops))
+			return 0;
+		if (t->kind != T_WORD && t->kind != T_LPAREN && t->kind != T_REDIR)
+			return unexpected(P, t);
+		if (parse_and_or(P) == -1)
+			return -1;
+		(*count)++;
+		if (peek(P, &t) == -1)
+			return -1;
+		if (t->kind == T_SEMI || t->kind == T_AMP)
+			consume(P);
+		else if (t->kind != T_NL)
+			return 0;
+	}
+}
+
+int cls_parse(struct cls_ctx *c, const char *src, size_t len, size_t base, struct cls_cmd **out)
+{
+	struct parser P;
+	memset(&P, 0, sizeof P);
+	P.c = c;
+	P.s = src;
+	P.len = len;
+	P.base = base;
+	P.ptail = &P.pending;
+	while (*out != NULL)
+		out = &(*out)->next;
+	P.tail = out;
+	size_t n;
+	struct token *t;
+	if (parse_list(&P, NULL, &n) == -1 || peek(&P, &t) == -1)
+		return -1;
+	if (t->kind != T_EOF)
+		return unexpected(&P, t);
+	return 0;
+}

@@ -1,0 +1,934 @@
+/* Program resolution: the command word, then wrappers (each with its own option arity) until
+ * the program that does the work, then that program's rule (rules.c).
+ *
+ * A wrapper handler returns 1 with r->v/r->n moved to the command it runs, 0 when nothing more
+ * runs (or it classified a script itself), -1 when the line is refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "allowlist/tags.h"
+#include "classifier/classifier.h"
+#include "classifier/internal.h"
+
+struct run {
+	const struct cls_word *v; /* the command's words, v[0] the program */
+	size_t n;
+	unsigned flags;           /* CLS_C_* */
+	const struct cls_doc *doc; /* standard input's here-doc or here-string */
+};
+
+int cls_in_list(const char *const *list, const char *o, size_t ol)
+{
+	if (list == NULL)
+		return 0;
+	for (size_t i = 0; list[i] != NULL; i++)
+		if (strlen(list[i]) == ol && memcmp(list[i], o, ol) == 0)
+			return 1;
+	return 0;
+}
+
+int cls_word_is(const struct cls_word *w, const char *lit)
+{
+	return !(w->flags & CLS_W_EXP) && strcmp(w->s, lit) == 0;
+}
+
+int cls_method_is_read(const char *s, size_t len)
+{
+	static const char *const reads[] = {"GET", "HEAD", "OPTIONS"};
+	for (size_t i = 0; i < 3; i++) {
+		size_t l = strlen(reads[i]);
+		if (l != len)
+			continue;
+		size_t k = 0;
+		while (k < l && (s[k] & ~0x20) == reads[i][k])
+			k++;
+		if (k == l)
+			return 1;
+	}
+	return 0;
+}
+
+size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct cls_opts *spec,
+	cls_opt_fn fn, void *arg, int *stopped)
+{
+	if (stopped != NULL)
+		*stopped = 0;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		const char *s = w->s;
+		size_t len = w->len;
+		struct cls_opt o;
+		memset(&o, 0, sizeof o);
+		if (len >= 2 && s[0] == '-' && s[1] == '-') {
+			if (len == 2)
+				return i + 1;
+			const char *name = s + 2;
+			const char *eq = memchr(name, '=', len - 2);
+			o.l = name;
+			o.ll = eq ? (size_t)(eq - name) : len - 2;
+			i++;
+			if (eq != NULL) {
+				o.val = eq + 1;
+				o.vlen = len - (size_t)(eq + 1 - s);
+				o.vw = w;
+			} else if (cls_in_list(spec->lv, name, o.ll) && i < n) {
+				o.val = v[i].s;
+				o.vlen = v[i].len;
+				o.vw = &v[i];
+				i++;
+			}
+			if (fn != NULL && fn(arg, &o)) {
+				if (stopped != NULL)
+					*stopped = 1;
+				return i;
+			}
+			continue;
+		}
+		if (len < 2 || (s[0] != '-' && !(spec->plus && s[0] == '+')))
+			return i;
+		if (spec->numeric && s[1] >= '0' && s[1] <= '9') {
+			i++;
+			continue;
+		}
+		i++;
+		for (size_t j = 1; j < len; j++) {
+			char ch = s[j];
+			memset(&o, 0, sizeof o);
+			o.c = ch;
+			if (spec->sv != NULL && ch != '\0' && strchr(spec->sv, ch) != NULL) {
+				if (j + 1 < len) {
+					o.val = s + j + 1;
+					o.vlen = len - j - 1;
+					o.vw = w;
+				} else if (i < n) {
+					o.val = v[i].s;
+					o.vlen = v[i].len;
+					o.vw = &v[i];
+					i++;
+				}
+				j = len;
+			} else if (spec->so != NULL && ch != '\0' && strchr(spec->so, ch) != NULL) {
+				if (j + 1 < len) {
+					o.val = s + j + 1;
+					o.vlen = len - j - 1;
+					o.vw = w;
+				}
+				j = len;
+			}
+			if (fn != NULL && fn(arg, &o)) {
+				if (stopped != NULL)
+					*stopped = 1;
+				return i;
+			}
+		}
+	}
+	return i;
+}
+
+/* Moves r past its first k words. */
+static int shift(struct run *r, size_t k)
+{
+	if (k >= r->n)
+		return 0;
+	r->v += k;
+	r->n -= k;
+	return 1;
+}
+
+/* Skips NAME=VALUE words at v[k..]. */
+static size_t skip_assignments(const struct run *r, size_t k)
+{
+	while (k < r->n) {
+		const struct cls_word *w = &r->v[k];
+		const char *eq = memchr(w->s, '=', w->len);
+		if (eq == NULL || eq == w->s)
+			break;
+		k++;
+	}
+	return k;
+}
+
+/* Joins v[0..n) with spaces into the arena; -1 (refused, naming what) when one is not static. */
+static int join_static(struct cls_ctx *c, const struct cls_word *v, size_t n, const char *what,
+	char **out, size_t *outlen)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].flags & CLS_W_EXP)
+			return cls_refuse(c, v[i].off, "%s is not static", what);
+		total += v[i].len + 1;
+	}
+	char *s = cls_alloc(c, total + 1, n ? v[0].off : 0);
+	if (s == NULL)
+		return -1;
+	size_t p = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			s[p++] = ' ';
+		memcpy(s + p, v[i].s, v[i].len);
+		p += v[i].len;
+	}
+	s[p] = '\0';
+	*out = s;
+	*outlen = p;
+	return 0;
+}
+
+static int run_word_script(struct cls_ctx *c, const struct cls_word *w, const char *what,
+	unsigned flags)
+{
+	if (w->flags & CLS_W_EXP)
+		return cls_refuse(c, w->off, "%s is not static", what);
+	return cls_run_script(c, w->s, w->len, w->off, flags & (CLS_C_PIPED | CLS_C_STDIN));
+}
+
+/* ---- option collectors ------------------------------------------------------------------ */
+
+/* Remembers the value of one option (short letter c or long name l) and whether letters of
+ * `flags` (or long names in `lflags`) were seen. */
+struct grab {
+	char c;                    /* short option whose value is wanted */
+	const char *l;             /* its long name, or NULL */
+	const struct cls_opt *hit; /* unused: values are copied below */
+	const char *val;           /* the value found */
+	size_t vlen;
+	const struct cls_word *vw;
+	int found;
+	const char *flags;         /* short letters to note */
+	const char *const *lflags; /* long names to note */
+	int flagged;               /* one of them was seen */
+	int stop;                  /* stop the walk when the value is found */
+};
+
+static int grab_fn(void *arg, const struct cls_opt *o)
+{
+	struct grab *g = arg;
+	if ((o->c != 0 && o->c == g->c) ||
+		(o->c == 0 && g->l != NULL && strlen(g->l) == o->ll && memcmp(g->l, o->l, o->ll) == 0)) {
+		g->found = 1;
+		g->val = o->val;
+		g->vlen = o->vlen;
+		g->vw = o->vw;
+		return g->stop;
+	}
+	if ((o->c != 0 && g->flags != NULL && strchr(g->flags, o->c) != NULL) ||
+		(o->c == 0 && cls_in_list(g->lflags, o->l, o->ll)))
+		g->flagged = 1;
+	return 0;
+}
+
+/* ---- wrappers --------------------------------------------------------------------------- */
+
+/* env -S's own splitting: quotes, backslash escapes, ${VAR} (not static), # comments. */
+static int env_split(struct cls_ctx *c, const struct cls_word *w, struct cls_word **out,
+	size_t *nout)
+{
+	const char *s = w->s;
+	size_t len = w->len, i = 0, n = 0;
+	if (w->flags & CLS_W_EXP)
+		return cls_refuse(c, w->off, "env -S string is not static");
+	struct cls_word *v = cls_alloc(c, (len / 2 + 2) * sizeof *v, w->off);
+	char *buf = cls_alloc(c, len + 1, w->off);
+	if (v == NULL || buf == NULL)
+		return -1;
+	size_t bp = 0;
+	for (;;) {
+		while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n'))
+			i++;
+		if (i >= len || s[i] == '#')
+			break;
+		size_t start = bp;
+		char q = 0;
+		int stop = 0;
+		while (i < len) {
+			char ch = s[i];
+			if (!q && (ch == ' ' || ch == '\t' || ch == '\n'))
+				break;
+			if (ch == '\'' && q != '"') {
+				q = q ? 0 : '\'';
+				i++;
+				continue;
+			}
+			if (ch == '"' && q != '\'') {
+				q = q ? 0 : '"';
+				i++;
+				continue;
+			}
+			if (ch == '$' && q != '\'' && i + 1 < len && s[i + 1] == '{')
+				return cls_refuse(c, w->off, "env -S string is not static");
+			if (ch == '\\' && q != '\'' && i + 1 < len) {
+				char e = s[i + 1];
+				i += 2;
+				switch (e) {
+				case '_': buf[bp++] = ' '; break;
+				case 'n': buf[bp++] = '\n'; break;
+				case 't': buf[bp++] = '\t'; break;
+				case 'c': stop = 1; break;
+				default: buf[bp++] = e; break;
+				}
+				if (stop)
+					break;
+				continue;
+			}
+			buf[bp++] = ch;
+			i++;
+		}
+		v[n].s = buf + start;
+		v[n].len = bp - start;
+		v[n].flags = 0;
+		v[n].off = w->off;
+		buf[bp++] = '\0';
+		n++;
+		if (stop)
+			break;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+static int w_env(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"unset", "chdir", "split-string", NULL};
+	static const struct cls_opts spec = {"uCS", NULL, lv, 0, 0};
+	struct grab g = {.c = 'S', .l = "split-string", .stop = 1};
+	int stopped;
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, &stopped);
+	if (stopped) {
+		if (g.vw == NULL)
+			return 0;
+		/* env -S 'STRING' rest...: the split string takes the place of the option */
+		struct cls_word piece = *g.vw;
+		piece.s = g.val;
+		piece.len = g.vlen;
+		struct cls_word *split;
+		size_t ns;
+		if (env_split(c, &piece, &split, &ns) == -1)
+			return -1;
+		size_t rest = r->n - k;
+		struct cls_word *nv = cls_alloc(c, (1 + ns + rest) * sizeof *nv, r->v[0].off);
+		if (nv == NULL)
+			return -1;
+		nv[0] = r->v[0];
+		memcpy(nv + 1, split, ns * sizeof *nv);
+		memcpy(nv + 1 + ns, r->v + k, rest * sizeof *nv);
+		r->v = nv;
+		r->n = 1 + ns + rest;
+		return 1; /* env again, with the split words */
+	}
+	if (k < r->n && cls_word_is(&r->v[k], "-"))
+		k++;
+	k = skip_assignments(r, k);
+	return shift(r, k);
+}
+
+static int w_sudo(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"user", "group", "close-from", "chdir", "host", "prompt",
+		"role", "type", "command-timeout", "other-user", "chroot", NULL};
+	static const char *const lflags[] = {"list", "validate", "edit", "version", "help",
+		"remove-timestamp", NULL};
+	static const struct cls_opts spec = {"CDgpRrtTUu", NULL, lv, 0, 0};
+	struct grab g = {.flags = "lveKVh", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0; /* lists, validates or edits: runs no command */
+	k = skip_assignments(r, k);
+	return shift(r, k);
+}
+
+static int w_doas(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {"uC", NULL, NULL, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+/* Walks options wherever they are (GNU getopt permutes), collecting g. */
+static void walk_permuted(const struct run *r, const struct cls_opts *spec, struct grab *g)
+{
+	size_t i = 1;
+	while (i < r->n) {
+		if (cls_word_is(&r->v[i], "--"))
+			break;
+		size_t k = cls_opts_walk(r->v, r->n, i, spec, grab_fn, g, NULL);
+		if (k > 0 && k <= r->n && cls_word_is(&r->v[k - 1], "--"))
+			break;
+		i = k + 1;
+	}
+}
+
+static int w_su(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"command", "shell", "group", "supp-group",
+		"whitelist-environment", "session-command", NULL};
+	static const struct cls_opts spec = {"csgGw", NULL, lv, 0, 0};
+	struct grab g = {.c = 'c', .l = "command"};
+	walk_permuted(r, &spec, &g);
+	if (!g.found || g.vw == NULL)
+		return 0;
+	struct cls_word w = *g.vw;
+	w.s = g.val;
+	w.len = g.vlen;
+	return run_word_script(c, &w, "su -c command", r->flags);
+}
+
+static int w_command(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {NULL, NULL, NULL, 0, 0};
+	struct grab g = {.flags = "vV"};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0; /* command -v / -V only look the name up */
+	return shift(r, k);
+}
+
+static int w_builtin(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	return shift(r, 1);
+}
+
+static int w_exec(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {"a", NULL, NULL, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_nohup(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	size_t k = 1;
+	if (k < r->n && cls_word_is(&r->v[k], "--"))
+		k++;
+	return shift(r, k);
+}
+
+static int w_nice(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"adjustment", NULL};
+	static const struct cls_opts spec = {"n", NULL, lv, 0, 1};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_ionice(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"class", "classdata", "pid", "pgid", "uid", NULL};
+	static const char *const lflags[] = {"pid", "pgid", "uid", NULL};
+	static const struct cls_opts spec = {"cnpPu", NULL, lv, 0, 0};
+	struct grab g = {.flags = "pPu", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0; /* acts on existing processes */
+	return shift(r, k);
+}
+
+static int w_timeout(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"signal", "kill-after", NULL};
+	static const struct cls_opts spec = {"sk", NULL, lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	return shift(r, k + 1); /* the duration */
+}
+
+static int w_time(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"format", "output", NULL};
+	static const struct cls_opts spec = {"fo", NULL, lv, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_stdbuf(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"input", "output", "error", NULL};
+	static const struct cls_opts spec = {"ioe", NULL, lv, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_plain(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {NULL, NULL, NULL, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_flock(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"conflict-exit-code", "timeout", NULL};
+	static const struct cls_opts spec = {"Ew", NULL, lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	/* k is the lock file (or fd); a command or -c STRING may follow it */
+	if (k + 1 >= r->n)
+		return 0;
+	if (cls_word_is(&r->v[k + 1], "-c") || cls_word_is(&r->v[k + 1], "--command")) {
+		if (k + 2 >= r->n)
+			return 0;
+		return run_word_script(c, &r->v[k + 2], "flock -c command", r->flags);
+	}
+	return shift(r, k + 1);
+}
+
+static int w_script(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"command", "echo", "log-in", "log-out", "log-io",
+		"log-timing", "logging-format", "output-limit", NULL};
+	static const struct cls_opts spec = {"cEIOBTmo", "t", lv, 0, 0};
+	struct grab g = {.c = 'c', .l = "command"};
+	walk_permuted(r, &spec, &g);
+	if (!g.found || g.vw == NULL)
+		return 0; /* an interactive shell */
+	struct cls_word w = *g.vw;
+	w.s = g.val;
+	w.len = g.vlen;
+	return run_word_script(c, &w, "script -c command", r->flags);
+}
+
+static int w_strace(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"output", "trace", "signal", "status", "string-limit",
+		"user", "env", "attach", "trace-path", "summary-sort-by", "columns", NULL};
+	static const struct cls_opts spec = {"abeEIoOpPsSuUX", NULL, lv, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_torsocks(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"user", "pass", "address", "port", NULL};
+	static const char *const lflags[] = {"shell", NULL};
+	static const struct cls_opts spec = {"upaP", NULL, lv, 0, 0};
+	struct grab g = {.lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	if (k < r->n && (cls_word_is(&r->v[k], "on") || cls_word_is(&r->v[k], "off") ||
+		cls_word_is(&r->v[k], "show")))
+		return 0;
+	return shift(r, k);
+}
+
+static int w_proxychains(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {"f", NULL, NULL, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_sshpass(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {"pfdP", NULL, NULL, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_xargs(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"arg-file", "delimiter", "max-lines", "max-args",
+		"max-procs", "max-chars", "process-slot-var", NULL};
+	static const struct cls_opts spec = {"adEILnPs", "eil", lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	/* the words xargs appends come from its input: unknown */
+	r->flags |= CLS_C_XARGS;
+	return shift(r, k); /* no command: echo */
+}
+
+static int w_find(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (!(cls_word_is(w, "-exec") || cls_word_is(w, "-execdir") || cls_word_is(w, "-ok") ||
+			cls_word_is(w, "-okdir")))
+			continue;
+		size_t j = i + 1, e = j;
+		while (e < r->n && !cls_word_is(&r->v[e], ";") && !cls_word_is(&r->v[e], "+"))
+			e++;
+		if (e > j) {
+			if (strstr(r->v[j].s, "{}") != NULL)
+				return cls_refuse(c, r->v[j].off, "command word is not static");
+			if (cls_enter(c, r->v[j].off) == -1)
+				return -1;
+			if (cls_run_cmd(c, r->v + j, e - j, r->flags & ~CLS_C_XARGS, NULL) == -1)
+				return -1;
+			cls_leave(c);
+		}
+		i = e;
+	}
+	return 0;
+}
+
+static int is_parallel_sep(const struct cls_word *w)
+{
+	return cls_word_is(w, ":::") || cls_word_is(w, "::::") || cls_word_is(w, ":::+") ||
+		cls_word_is(w, "::::+");
+}
+
+static int w_parallel(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"arg-file", "jobs", "sshlogin", "delimiter", "colsep",
+		"max-args", "max-replace-args", "results", "joblog", "tmpdir", "timeout", "delay",
+		"retries", "halt", "memfree", "load", "workdir", "basefile", "return", "transferfile",
+		"env", "sshloginfile", "tagstring", "max-lines", "replace", "nice", NULL};
+	static const struct cls_opts spec = {"aCdEIjLnNPS", NULL, lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	size_t s = k;
+	while (s < r->n && !is_parallel_sep(&r->v[s]))
+		s++;
+	if (s == k) {
+		/* no template: with ::: each argument is a command line of its own */
+		if (s < r->n && cls_word_is(&r->v[s], ":::"))
+			for (size_t i = s + 1; i < r->n && !is_parallel_sep(&r->v[i]); i++)
+				if (run_word_script(c, &r->v[i], "parallel command", r->flags) == -1)
+					return -1;
+		return 0;
+	}
+	/* the template runs through a shell, with the arguments appended or put at {} */
+	char *text;
+	size_t len;
+	if (join_static(c, r->v + k, s - k, "parallel command", &text, &len) == -1)
+		return -1;
+	return cls_run_script(c, text, len, r->v[k].off, CLS_C_XARGS | (r->flags & CLS_C_PIPED));
+}
+
+static int w_watch(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"interval", "equexit", NULL};
+	static const char *const lflags[] = {"exec", NULL};
+	static const struct cls_opts spec = {"nq", NULL, lv, 0, 0};
+	struct grab g = {.flags = "x", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (k >= r->n)
+		return 0;
+	if (g.flagged)
+		return shift(r, k);
+	/* watch joins its arguments and hands them to sh -c */
+	char *text;
+	size_t len;
+	if (join_static(c, r->v + k, r->n - k, "watch command", &text, &len) == -1)
+		return -1;
+	return cls_run_script(c, text, len, r->v[k].off, 0);
+}
+
+/* Replaces the command word by the package's program name: "@scope/pkg@1.2" -> "pkg". */
+static int package_program(struct cls_ctx *c, struct run *r, size_t k)
+{
+	const struct cls_word *w = &r->v[k];
+	const char *s = w->s, *end = s + w->len;
+	const char *at = memchr(s[0] == '@' ? s + 1 : s, '@', w->len - (s[0] == '@'));
+	if (at != NULL)
+		end = at;
+	const char *eqeq = strstr(s, "==");
+	if (eqeq != NULL && eqeq < end)
+		end = eqeq;
+	const char *base = s;
+	for (const char *p = s; p < end; p++)
+		if (*p == '/')
+			base = p + 1;
+	struct cls_word *nv = cls_alloc(c, (r->n - k) * sizeof *nv, w->off);
+	if (nv == NULL)
+		return -1;
+	memcpy(nv, r->v + k, (r->n - k) * sizeof *nv);
+	nv[0].s = cls_strdup(c, base, (size_t)(end - base), w->off);
+	if (nv[0].s == NULL)
+		return -1;
+	nv[0].len = (size_t)(end - base);
+	r->v = nv;
+	r->n -= k;
+	return 1;
+}
+
+static int w_npx(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"package", "call", "cache", "userconfig", "registry",
+		"prefix", "workspace", NULL};
+	static const struct cls_opts spec = {"pc", NULL, lv, 0, 0};
+	struct grab g = {.c = 'c', .l = "call"};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.found && g.vw != NULL) {
+		struct cls_word w = *g.vw;
+		w.s = g.val;
+		w.len = g.vlen;
+		return run_word_script(c, &w, "npx -c command", r->flags);
+	}
+	if (k >= r->n)
+		return 0;
+	return package_program(c, r, k);
+}
+
+static const char *const uv_lv[] = {"from", "with", "with-editable", "with-requirements",
+	"python", "index", "index-url", "extra-index-url", "find-links", "constraints",
+	"overrides", "cache-dir", "directory", "project", "config-file", "env-file", "package",
+	"extra", "group", "only-group", "no-group", "prerelease", "resolution", "refresh-package",
+	"reinstall-package", "upgrade-package", "index-strategy", "keyring-provider",
+	"exclude-newer", "link-mode", "color", "python-preference", "allow-insecure-host", NULL};
+
+static int w_uvx(struct cls_ctx *c, struct run *r)
+{
+	static const struct cls_opts spec = {"pfwc", NULL, uv_lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	if (k >= r->n)
+		return 0;
+	return package_program(c, r, k);
+}
+
+static int w_uv(struct cls_ctx *c, struct run *r)
+{
+	static const struct cls_opts spec = {"pfwc", NULL, uv_lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	if (k < r->n && cls_word_is(&r->v[k], "tool") && k + 1 < r->n &&
+		cls_word_is(&r->v[k + 1], "run")) {
+		r->v += k + 1;
+		r->n -= k + 1;
+		return w_uvx(c, r);
+	}
+	if (k >= r->n || !cls_word_is(&r->v[k], "run"))
+		return 0; /* uv's other subcommands manage packages */
+	k = cls_opts_walk(r->v, r->n, k + 1, &spec, NULL, NULL, NULL);
+	return shift(r, k);
+}
+
+static int w_busybox(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	if (r->n < 2 || (r->v[1].len > 0 && r->v[1].s[0] == '-'))
+		return 0;
+	return shift(r, 1);
+}
+
+static int w_shell(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"rcfile", "init-file", NULL};
+	static const struct cls_opts spec = {"oO", NULL, lv, 1, 0};
+	struct grab g = {.flags = "cs"};
+	/* -c and -s are flags; which one matters */
+	struct grab gc = {.flags = "c"};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &gc, NULL);
+	cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	int sflag = g.flagged && !gc.flagged;
+	if (gc.flagged) {
+		if (k >= r->n)
+			return 0;
+		return run_word_script(c, &r->v[k], "shell -c script", r->flags);
+	}
+	if (k < r->n && !sflag)
+		return 0; /* a script file: its contents are out of reach */
+	if (r->doc != NULL && r->doc->ready) {
+		if (r->doc->nonstatic)
+			return cls_refuse(c, r->doc->off, "shell script on standard input is not static");
+		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, 0);
+	}
+	return 0; /* reads a script from a pipe or a file: unknown code, out of reach */
+}
+
+static int w_eval(struct cls_ctx *c, struct run *r)
+{
+	char *text;
+	size_t len;
+	size_t k = 1;
+	if (k < r->n && cls_word_is(&r->v[k], "--"))
+		k++;
+	if (k >= r->n)
+		return 0;
+	if (join_static(c, r->v + k, r->n - k, "eval argument", &text, &len) == -1)
+		return -1;
+	return cls_run_script(c, text, len, r->v[k].off, r->flags & (CLS_C_PIPED | CLS_C_STDIN));
+}
+
+static int w_trap(struct cls_ctx *c, struct run *r)
+{
+	size_t k = 1;
+	if (k < r->n && cls_word_is(&r->v[k], "--"))
+		k++;
+	if (k + 1 >= r->n || (r->v[k].len > 0 && r->v[k].s[0] == '-' && r->v[k].len > 1))
+		return 0;
+	/* the action runs later, on the signal or at exit */
+	return run_word_script(c, &r->v[k], "trap action", 0);
+}
+
+static int w_shopt(struct cls_ctx *c, struct run *r)
+{
+	int set = 0, hit = 0;
+	for (size_t i = 1; i < r->n; i++) {
+		if (cls_word_is(&r->v[i], "-s"))
+			set = 1;
+		else if ((r->v[i].flags & CLS_W_EXP) || cls_word_is(&r->v[i], "expand_aliases"))
+			hit = 1;
+	}
+	if (set && hit)
+		c->aliases_on = 1;
+	return 0;
+}
+
+static int w_alias(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		const char *eq = memchr(w->s, '=', w->len);
+		if (eq == NULL)
+			continue;
+		if (memchr(w->s, CLS_EXP_MARK, (size_t)(eq - w->s)) != NULL) {
+			c->alias_any = 1;
+			continue;
+		}
+		size_t l = (size_t)(eq - w->s);
+		struct cls_name *nm = cls_alloc(c, sizeof *nm + l + 1, w->off);
+		if (nm == NULL)
+			return -1;
+		nm->len = l;
+		memcpy(nm->s, w->s, l);
+		nm->s[l] = '\0';
+		nm->next = c->aliases;
+		c->aliases = nm;
+	}
+	return 0;
+}
+
+/* Program rules as handlers. */
+#define RULE(name, fn)                                                        \
+	static int name(struct cls_ctx *c, struct run *r)                         \
+	{                                                                         \
+		return fn(c, r->v, r->n, r->flags) == -1 ? -1 : 0;                    \
+	}
+RULE(h_git, cls_rule_git)
+RULE(h_curl, cls_rule_curl)
+RULE(h_wget, cls_rule_wget)
+RULE(h_httpie, cls_rule_httpie)
+RULE(h_gh, cls_rule_gh)
+RULE(h_ssh, cls_rule_ssh)
+RULE(h_scp, cls_rule_scp)
+RULE(h_rsync, cls_rule_rsync)
+RULE(h_dns, cls_rule_dns)
+
+struct handler {
+	const char *name; /* program basename */
+	int (*fn)(struct cls_ctx *c, struct run *r);
+};
+
+/* Sorted by name (strcmp order) for bsearch. */
+static const struct handler handlers[] = {
+	{"alias", w_alias},
+	{"ash", w_shell},
+	{"bash", w_shell},
+	{"builtin", w_builtin},
+	{"busybox", w_busybox},
+	{"command", w_command},
+	{"curl", h_curl},
+	{"dash", w_shell},
+	{"dig", h_dns},
+	{"doas", w_doas},
+	{"env", w_env},
+	{"eval", w_eval},
+	{"exec", w_exec},
+	{"find", w_find},
+	{"flock", w_flock},
+	{"gh", h_gh},
+	{"git", h_git},
+	{"host", h_dns},
+	{"http", h_httpie},
+	{"https", h_httpie},
+	{"ionice", w_ionice},
+	{"ksh", w_shell},
+	{"mksh", w_shell},
+	{"nice", w_nice},
+	{"nohup", w_nohup},
+	{"npx", w_npx},
+	{"nslookup", h_dns},
+	{"parallel", w_parallel},
+	{"proxychains", w_proxychains},
+	{"proxychains4", w_proxychains},
+	{"rbash", w_shell},
+	{"rsync", h_rsync},
+	{"scp", h_scp},
+	{"script", w_script},
+	{"setsid", w_plain},
+	{"sftp", h_scp},
+	{"sh", w_shell},
+	{"shopt", w_shopt},
+	{"ssh", h_ssh},
+	{"sshpass", w_sshpass},
+	{"stdbuf", w_stdbuf},
+	{"strace", w_strace},
+	{"su", w_su},
+	{"sudo", w_sudo},
+	{"time", w_time},
+	{"timeout", w_timeout},
+	{"torsocks", w_torsocks},
+	{"trap", w_trap},
+	{"uv", w_uv},
+	{"uvx", w_uvx},
+	{"watch", w_watch},
+	{"wget", h_wget},
+	{"xargs", w_xargs},
+	{"xh", h_httpie},
+	{"xhs", h_httpie},
+	{"zsh", w_shell},
+};
+
+static int cmp_handler(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct handler *)elem)->name);
+}
+
+static int alias_defined(const struct cls_ctx *c, const struct cls_word *w)
+{
+	if (c->alias_any)
+		return 1;
+	for (const struct cls_name *n = c->aliases; n != NULL; n = n->next)
+		if (n->len == w->len && memcmp(n->s, w->s, w->len) == 0)
+			return 1;
+	return 0;
+}
+
+int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+	const struct cls_doc *doc)
+{
+	struct run r = {v, n, flags, doc};
+	int entered = 0, rc = 0;
+	while (r.n > 0) {
+		const struct cls_word *w = &r.v[0];
+		if (w->flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE)) {
+			rc = cls_refuse(c, w->off, "command word is not static");
+			break;
+		}
+		if (c->aliases_on && !(w->flags & CLS_W_QUOTED) && alias_defined(c, w)) {
+			rc = cls_refuse(c, w->off, "alias expansion is switched on and `%.64s' may be an "
+				"alias", w->s);
+			break;
+		}
+		const char *base = w->s;
+		for (const char *p = w->s; p < w->s + w->len; p++)
+			if (*p == '/')
+				base = p + 1;
+		size_t bl = (size_t)(w->s + w->len - base);
+		if (cls_add_program(c, base, bl) == -1) {
+			rc = -1;
+			break;
+		}
+		const struct handler *h = bsearch(base, handlers, sizeof handlers / sizeof handlers[0],
+			sizeof handlers[0], cmp_handler);
+		if (h == NULL)
+			break; /* any other program: no network action of its own */
+		int k = h->fn(c, &r);
+		if (k <= 0) {
+			rc = k;
+			break;
+		}
+		if (cls_enter(c, w->off) == -1) {
+			rc = -1;
+			break;
+		}
+		entered++;
+	}
+	while (entered-- > 0)
+		cls_leave(c);
+	return rc;
+}
