@@ -56,9 +56,9 @@ struct bc_conn {
 	SSL *ssl; /* TLS over fd, or NULL for plain */
 };
 
-#define BC_IO_TIMEOUT_S 10  /* one stalled read or write fails the fetch instead of hanging */
-#define BC_MAX_ERRORS 20    /* a loop that keeps failing is reported, not retried forever */
-#define BC_HEAD_MAX 16384   /* response heads are far smaller; more is a protocol error */
+#define BC_IO_TIMEOUT_S 10 /* one stalled read or write fails the fetch instead of hanging */
+#define BC_MAX_ERRORS 20   /* a loop that keeps failing is reported, not retried forever */
+#define BC_HEAD_MAX 16384  /* response heads are far smaller; more is a protocol error */
 
 static unsigned char bc_body[1 << 18]; /* body sink: bodies are counted, never kept */
 
@@ -102,9 +102,9 @@ static int bc_tcp_open(const struct sockaddr_in *sa)
 	if (fd == -1)
 		return -1;
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1 ||
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
-		connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == -1) {
+	        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	        connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == -1) {
 		int e = errno;
 
 		close(fd);
@@ -216,7 +216,7 @@ static int bc_connect_tunnel(struct bc_conn *c, const struct bc_opts *o)
 	size_t have = 0;
 	long hl;
 	int n = snprintf(req, sizeof(req), "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->host,
-		o->port, o->host, o->port);
+	        o->port, o->host, o->port);
 
 	if (n < 0 || (size_t)n >= sizeof(req) || bc_write_all(c, req, (size_t)n) == -1)
 		return -1;
@@ -226,7 +226,8 @@ static int bc_connect_tunnel(struct bc_conn *c, const struct bc_opts *o)
 		return -1;
 	}
 	if (bc_status(head) / 100 != 2 || (size_t)hl != have) {
-		fprintf(stderr, "benchclient: CONNECT refused: %.*s\n", (int)strcspn(head, "\r\n"), head);
+		fprintf(stderr, "benchclient: CONNECT refused: %.*s\n", (int)strcspn(head, "\r\n"),
+		        head);
 		return -1;
 	}
 	return 0;
@@ -257,11 +258,11 @@ static int bc_exchange(struct bc_conn *c, const struct bc_opts *o, long long *by
 	int n, status;
 
 	if (o->via == BC_VIA_FORWARD)
-		n = snprintf(req, sizeof(req), "GET http://%s:%u%s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->host,
-			o->port, o->path, o->host, o->port);
+		n = snprintf(req, sizeof(req), "GET http://%s:%u%s HTTP/1.1\r\nHost: %s:%u\r\n\r\n",
+		        o->host, o->port, o->path, o->host, o->port);
 	else
-		n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->path, o->host,
-			o->port);
+		n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%u\r\n\r\n", o->path,
+		        o->host, o->port);
 	if (n < 0 || (size_t)n >= sizeof(req) || bc_write_all(c, req, (size_t)n) == -1) {
 		fprintf(stderr, "benchclient: request write failed\n");
 		return -1;
@@ -273,7 +274,8 @@ static int bc_exchange(struct bc_conn *c, const struct bc_opts *o, long long *by
 	}
 	status = bc_status(head);
 	if (status != 200) {
-		fprintf(stderr, "benchclient: status %d: %.*s\n", status, (int)strcspn(head, "\r\n"), head);
+		fprintf(stderr, "benchclient: status %d: %.*s\n", status,
+		        (int)strcspn(head, "\r\n"), head);
 		return -1;
 	}
 	want = bc_content_length(head, (size_t)hl);
@@ -310,10 +312,11 @@ static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
 	if (o->tls) {
 		c.ssl = SSL_new(ctx);
 		if (c.ssl == NULL || SSL_set_fd(c.ssl, c.fd) != 1 ||
-			SSL_set_tlsext_host_name(c.ssl, o->host) != 1 ||
-			(o->ca != NULL && SSL_set1_host(c.ssl, o->host) != 1) || SSL_connect(c.ssl) != 1) {
+		        SSL_set_tlsext_host_name(c.ssl, o->host) != 1 ||
+		        (o->ca != NULL && SSL_set1_host(c.ssl, o->host) != 1) ||
+		        SSL_connect(c.ssl) != 1) {
 			fprintf(stderr, "benchclient: TLS handshake failed: %s\n",
-				ERR_reason_error_string(ERR_get_error()));
+			        ERR_reason_error_string(ERR_get_error()));
 			goto out;
 		}
 	}
@@ -369,9 +372,10 @@ static int bc_mode_fetch(const struct bc_opts *o, SSL_CTX *ctx)
 	}
 	qsort(lat, (size_t)n, sizeof(*lat), bc_cmp_double);
 	printf("{\"n\":%ld,\"errors\":%ld,\"seconds\":%.3f,\"body_bytes\":%lld,\"min_ms\":%.4f,"
-		"\"median_ms\":%.4f,\"mean_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f}\n",
-		n, errors, bc_now() - start, bytes, lat[0], bc_quantile(lat, n, 0.5), sum / (double)n,
-		bc_quantile(lat, n, 0.9), bc_quantile(lat, n, 0.99), lat[n - 1]);
+	       "\"median_ms\":%.4f,\"mean_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%."
+	       "4f}\n",
+	        n, errors, bc_now() - start, bytes, lat[0], bc_quantile(lat, n, 0.5),
+	        sum / (double)n, bc_quantile(lat, n, 0.9), bc_quantile(lat, n, 0.99), lat[n - 1]);
 	free(lat);
 	return 0;
 }
@@ -385,7 +389,7 @@ static int bc_mode_get(const struct bc_opts *o, SSL_CTX *ctx)
 		return 1;
 	dt = bc_now() - t0;
 	printf("{\"bytes\":%lld,\"seconds\":%.6f,\"mib_s\":%.2f}\n", bytes, dt,
-		(double)bytes / 1048576.0 / dt);
+	        (double)bytes / 1048576.0 / dt);
 	return 0;
 }
 
@@ -410,7 +414,8 @@ static int bc_mode_idle(const struct bc_opts *o)
 		/* One request through the tunnel first: an idle tunnel in real use is a keep-alive
 		 * connection that has carried traffic, and a proxy that inspects a tunnel's first
 		 * bytes has then decided and is relaying. */
-		if (bc_connect_tunnel(&conns[n], o) == -1 || bc_exchange(&conns[n], o, &bytes) == -1) {
+		if (bc_connect_tunnel(&conns[n], o) == -1 ||
+		        bc_exchange(&conns[n], o, &bytes) == -1) {
 			bc_close(&conns[n]);
 			errors++;
 			continue;
@@ -431,8 +436,10 @@ static int bc_mode_idle(const struct bc_opts *o)
 
 static void bc_usage(void)
 {
-	fprintf(stderr, "usage: benchclient fetch|get|idle --connect IP:PORT [--via none|connect|forward]"
-			" [--tls] [--ca FILE] --host NAME --port N [--path P] [--count N] [--deadline S]\n");
+	fprintf(stderr,
+	        "usage: benchclient fetch|get|idle --connect IP:PORT [--via none|connect|forward]"
+	        " [--tls] [--ca FILE] --host NAME --port N [--path P] [--count N] [--deadline "
+	        "S]\n");
 }
 
 int main(int argc, char **argv)
@@ -486,7 +493,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!have_connect || o.host == NULL || o.port < 1 || o.port > 65535 || o.count < 1 ||
-		o.via == BC_VIA_BAD) {
+	        o.via == BC_VIA_BAD) {
 		bc_usage();
 		return 2;
 	}

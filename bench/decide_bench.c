@@ -9,8 +9,8 @@
  * misses and origin.test, so neither a single hash bucket nor a single cache line is measured.
  * The bounds are built first; then short trials take turns across the counts, and each count's
  * figure is its best trial, so a burst of other load on the machine does not land on one count
- * only.  Prints one JSON line per count.  Exit 1 when a decision comes out wrong (the benchmark then
- * measures a broken policy, not a fast one). */
+ * only.  Prints one JSON line per count.  Exit 1 when a decision comes out wrong (the benchmark
+ * then measures a broken policy, not a fast one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,15 +79,18 @@ static void db_dests(struct db_dest *d, long count)
 			break;
 		case 1:
 			k |= 1;
-			snprintf(d[i].authority, sizeof(d[i].authority), "x.w%ld.bench.test:443", k);
+			snprintf(
+			        d[i].authority, sizeof(d[i].authority), "x.w%ld.bench.test:443", k);
 			d[i].allowed = k < count - 1;
 			break;
 		case 2:
-			snprintf(d[i].authority, sizeof(d[i].authority), "miss%ld.bench.invalid:443", k);
+			snprintf(d[i].authority, sizeof(d[i].authority),
+			        "miss%ld.bench.invalid:443", k);
 			d[i].allowed = 0;
 			break;
 		default:
-			snprintf(d[i].authority, sizeof(d[i].authority), "origin.test:%ld", 1 + k % 65535);
+			snprintf(d[i].authority, sizeof(d[i].authority), "origin.test:%ld",
+			        1 + k % 65535);
 			d[i].allowed = 1;
 			break;
 		}
@@ -98,13 +101,13 @@ static void db_dests(struct db_dest *d, long count)
 #define DB_TRIALS_MAX 4096
 
 struct db_case {
-	long count;                       /* patterns asked for */
-	struct allow_bound bound;         /* built once, then only read */
-	struct db_dest dests[DB_DESTS];   /* what the trials decide, in turn */
-	double trial_ns[DB_TRIALS_MAX];   /* ns per decision of each trial */
-	int trials;                       /* trials run */
-	long decisions, wrong;            /* totals over every trial */
-	double build_s;                   /* time to build the bound */
+	long count;                     /* patterns asked for */
+	struct allow_bound bound;       /* built once, then only read */
+	struct db_dest dests[DB_DESTS]; /* what the trials decide, in turn */
+	double trial_ns[DB_TRIALS_MAX]; /* ns per decision of each trial */
+	int trials;                     /* trials run */
+	long decisions, wrong;          /* totals over every trial */
+	double build_s;                 /* time to build the bound */
 };
 
 /* One trial: batches of DB_DESTS decisions until DB_TRIAL_S has passed (the clock is read once
@@ -121,7 +124,7 @@ static double db_trial(struct db_case *c)
 			const struct db_dest *d = &c->dests[i];
 
 			if (allow_canon_authority(d->authority, strlen(d->authority), 0, &dest) !=
-				ALLOW_CANON_OK) {
+			        ALLOW_CANON_OK) {
 				c->wrong++;
 				continue;
 			}
@@ -169,9 +172,9 @@ static int db_run(struct db_case *cases, int ncases, double seconds)
 
 		qsort(c->trial_ns, (size_t)c->trials, sizeof(double), db_cmp_double);
 		printf("{\"patterns\":%zu,\"decisions\":%ld,\"wrong\":%ld,\"trials\":%d,"
-			"\"ns_per_decision\":%.1f,\"median_ns\":%.1f,\"build_seconds\":%.3f}\n",
-			allow_set_count(c->bound.allow), c->decisions, c->wrong, c->trials, c->trial_ns[0],
-			c->trial_ns[c->trials / 2], c->build_s);
+		       "\"ns_per_decision\":%.1f,\"median_ns\":%.1f,\"build_seconds\":%.3f}\n",
+		        allow_set_count(c->bound.allow), c->decisions, c->wrong, c->trials,
+		        c->trial_ns[0], c->trial_ns[c->trials / 2], c->build_s);
 		if (c->wrong != 0)
 			rc = -1;
 	}
