@@ -282,7 +282,8 @@ static void build(struct bytes *out, const uint8_t *exts, size_t extlen, int no_
 	if (!no_ext_block) {
 		msg.b[n++] = (uint8_t)(extlen >> 8);
 		msg.b[n++] = (uint8_t)extlen;
-		memcpy(msg.b + n, exts, extlen);
+		if (extlen > 0)
+			memcpy(msg.b + n, exts, extlen);
 		n += extlen;
 	}
 	size_t body = n - 4;
