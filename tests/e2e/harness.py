@@ -398,7 +398,7 @@ LISTEN_RE = re.compile(r"egressd: listening on 127\.0\.0\.1:(\d+)")
 class Egressd:
     """One egressd serve process on a config written into tmpdir."""
 
-    def __init__(self, tmpdir, config, name="egressd"):
+    def __init__(self, tmpdir, config, name="egressd", env=None):
         check(EGRESSD_BIN and os.path.exists(EGRESSD_BIN),
               "EGRESSD_BIN is not set or does not exist: %r" % EGRESSD_BIN)
         self.dir = tempfile.mkdtemp(prefix=name + "-", dir=tmpdir)
@@ -413,9 +413,11 @@ class Egressd:
         self._listen = threading.Event()
         self.port = None
         self.returncode = None
+        penv = clean_env()
+        penv.update(env or {})
         self.proc = subprocess.Popen([EGRESSD_BIN, "serve", "-c", self.config_path],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=clean_env(), cwd=self.dir)
+                                     stderr=subprocess.PIPE, env=penv, cwd=self.dir)
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
         if not self._listen.wait(START_TIMEOUT) or self.port is None:
@@ -809,9 +811,10 @@ class Harness:
     def raw(self, handler):
         return self.add(RawServer(handler))
 
-    def egressd(self, config, name="egressd"):
-        """Starts egressd serve on config; it is killed by close() if still running."""
-        e = Egressd(self.tmp, config, name)
+    def egressd(self, config, name="egressd", env=None):
+        """Starts egressd serve on config (env: extra environment); it is killed by close() if
+        still running."""
+        e = Egressd(self.tmp, config, name, env)
         self._cleanup.append(e.kill)
         return e
 

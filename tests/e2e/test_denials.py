@@ -243,7 +243,13 @@ def run_one(h, cs):
     check_eq(e.stop(), 0, "egressd exit code after SIGTERM")
     recs = e.audit()
     check_audit_log(recs)
-    check_case_audit(cs, recs)
+    if held:
+        hr = [x for x in recs if x["event"] in ("request", "connect") and
+              x.get("client") == held.local]
+        check(hr and hr[0].get("decision") == "allow",
+              "no allow record for the connection held open (client %s); records:\n%s"
+              % (held.local, "\n".join(map(str, recs))))
+    check_case_audit(cs, recs, c.local)
 
 
 def check_denial(cs, r, c):
@@ -283,8 +289,11 @@ def check_denial(cs, r, c):
     check(c.at_eof(3), "connection still open after a denial")
 
 
-def check_case_audit(cs, recs):
-    decisions = [x for x in recs if x["event"] in ("request", "connect")]
+def check_case_audit(cs, recs, client):
+    """Checks the decision record of the case's own connection (found by its client address)
+    and that connection's close record."""
+    decisions = [x for x in recs if x["event"] in ("request", "connect")
+                 and x.get("client") == client]
     if cs["status"] in (400, 431):
         # The malformed request has no host; its denial is still a record with the status.
         want = cs["reason"]
@@ -300,11 +309,8 @@ def check_case_audit(cs, recs):
     want = dict(cs["audit"])
     event = want.pop("event", None)
     mine = [x for x in decisions if event is None or x["event"] == event]
-    if cs["hold"]:
-        mine = mine[1:2]  # the held tunnel came first; the case's request is second
-    else:
-        mine = mine[:1]
-    check(mine, "no %s record; records:\n%s" % (event, "\n".join(map(str, recs))))
+    check(mine, "no %s record for client %s; records:\n%s"
+          % (event, client, "\n".join(map(str, recs))))
     rec = mine[0]
     if cs["status"] == 200:
         check_eq(rec.get("decision"), "allow", "audit decision")
