@@ -21,6 +21,7 @@ static const char *const state_names[] = {
 	[PROXY_CS_RESOLVING] = "resolving",
 	[PROXY_CS_CONNECTING] = "connecting",
 	[PROXY_CS_FORWARD] = "forward",
+	[PROXY_CS_PEEK] = "peek",
 	[PROXY_CS_TUNNEL] = "tunnel",
 	[PROXY_CS_CLOSING] = "closing",
 };
@@ -147,6 +148,10 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 		proxy_conn_touch(c);
 		proxy_relay_read(c, &c->client);
 		break;
+	case PROXY_CS_PEEK:
+		proxy_conn_touch(c);
+		proxy_peek_read(c);
+		break;
 	case PROXY_CS_CLOSING:
 		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
 		break;
@@ -206,6 +211,10 @@ static void up_read_cb(struct bufferevent *bev, void *arg)
 		proxy_conn_touch(c);
 		proxy_relay_read(c, &c->up);
 		break;
+	case PROXY_CS_PEEK:
+		proxy_conn_touch(c);
+		proxy_peek_upstream(c);
+		break;
 	default:
 		/* An idle kept-alive upstream must not speak: drop it. */
 		(void)bev;
@@ -253,6 +262,10 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (c->state == PROXY_CS_TUNNEL) {
 		proxy_relay_event(c, &c->up, what);
+		return;
+	}
+	if (c->state == PROXY_CS_PEEK) {
+		proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "upstream-closed" : "upstream-error");
 		return;
 	}
 	if (c->state == PROXY_CS_FORWARD) {
@@ -372,6 +385,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			proxy_conn_arm_timer(c, idle - (now - c->last_active_ms));
 		break;
 	}
+	case PROXY_CS_PEEK:
+		proxy_peek_timeout(c);
+		break;
 	case PROXY_CS_CLOSING:
 		proxy_conn_close(c, c->end ? c->end : "error");
 		break;

@@ -72,7 +72,8 @@ void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char
 	const char *detail)
 {
 	proxy_audit_decision(c, "deny", reason, rule, status);
-	if (c->state == PROXY_CS_TUNNEL || c->resp.complete || c->client.bev == NULL) {
+	if (c->state == PROXY_CS_TUNNEL || c->state == PROXY_CS_PEEK || c->resp_sent ||
+		c->client.bev == NULL) {
 		/* Bytes already flowed: no answer can be framed any more. */
 		proxy_conn_close(c, "denied");
 		return;
@@ -377,11 +378,13 @@ void proxy_decide(struct proxy_conn *c)
 void proxy_conn_upstream_connected(struct proxy_conn *c)
 {
 	snprintf(c->up_key, sizeof c->up_key, "%s:%u", c->dest.host, c->dest.port);
+	/* The host decision is on disk before the first byte; a peek that then refuses the
+	 * tunnel's first bytes writes a second record, a deny. */
 	proxy_audit_decision(c, "allow", NULL, c->rule, -1);
 	if (c->is_connect) {
 		evbuffer_add(bufferevent_get_output(c->client.bev),
 			"HTTP/1.1 200 Connection established\r\n\r\n", 39);
-		proxy_relay_start(c);
+		proxy_peek_start(c);
 	} else {
 		proxy_http_upstream_ready(c);
 	}

@@ -84,6 +84,7 @@ enum proxy_conn_state {
 	PROXY_CS_RESOLVING,  /* waiting for the resolver */
 	PROXY_CS_CONNECTING, /* upstream connect in progress */
 	PROXY_CS_FORWARD,    /* a plain HTTP request in flight: body up, response down */
+	PROXY_CS_PEEK,       /* CONNECT answered: checking the client's first bytes (peek.c) */
 	PROXY_CS_TUNNEL,     /* CONNECT established: relaying bytes both ways */
 	PROXY_CS_CLOSING,    /* writing a last answer to the client, then close */
 };
@@ -207,6 +208,12 @@ void proxy_http_upstream_eof(struct proxy_conn *c);
 void proxy_http_upstream_drained(struct proxy_conn *c);
 void proxy_head_free(struct proxy_head *h);
 const char *proxy_head_get(const struct proxy_head *h, const char *name, size_t *len);
+
+/* peek.c */
+void proxy_peek_start(struct proxy_conn *c);
+void proxy_peek_read(struct proxy_conn *c);
+void proxy_peek_upstream(struct proxy_conn *c);
+void proxy_peek_timeout(struct proxy_conn *c);
 
 /* relay.c */
 void proxy_relay_start(struct proxy_conn *c);
