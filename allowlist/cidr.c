@@ -35,12 +35,16 @@ int allow_cidr_parse(const char *in, size_t len, struct allow_cidr *out, char *e
 	for (size_t i = 0; i < alen; i++) {
 		unsigned char c = (unsigned char)in[i];
 		int ok = (c >= '0' && c <= '9') || c == '.' ||
-			(family == AF_INET6 && (c == ':' || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
+		         (family == AF_INET6 &&
+		                 (c == ':' || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
 		if (!ok) {
 			if (c == '%')
-				return set_err(err, errlen, "IPv6 zone ids are not allowed", in, len);
-			return set_err(err, errlen, family == AF_INET ?
-				"not a dotted-quad IPv4 address" : "not an IPv6 address", in, len);
+				return set_err(
+				        err, errlen, "IPv6 zone ids are not allowed", in, len);
+			return set_err(err, errlen,
+			        family == AF_INET ? "not a dotted-quad IPv4 address"
+			                          : "not an IPv6 address",
+			        in, len);
 		}
 	}
 	memcpy(buf, in, alen);
@@ -50,8 +54,10 @@ int allow_cidr_parse(const char *in, size_t len, struct allow_cidr *out, char *e
 	memset(&c, 0, sizeof c);
 	c.family = family;
 	if (inet_pton(family, buf, c.addr) != 1)
-		return set_err(err, errlen, family == AF_INET ?
-			"not a dotted-quad IPv4 address" : "not an IPv6 address", in, len);
+		return set_err(err, errlen,
+		        family == AF_INET ? "not a dotted-quad IPv4 address"
+		                          : "not an IPv6 address",
+		        in, len);
 
 	unsigned maxlen = family == AF_INET ? 32 : 128;
 	unsigned plen = maxlen;
@@ -71,8 +77,8 @@ int allow_cidr_parse(const char *in, size_t len, struct allow_cidr *out, char *e
 	}
 	for (unsigned i = plen; i < maxlen; i++)
 		if (bit_at(c.addr, i))
-			return set_err(err, errlen, "address has bits set beyond the prefix length", in,
-				len);
+			return set_err(err, errlen, "address has bits set beyond the prefix length",
+			        in, len);
 	c.prefix = (uint8_t)plen;
 	*out = c;
 	return 0;

@@ -233,7 +233,7 @@ static enum allow_canon_err canon_name(const char *in, size_t len, struct allow_
 			return ALLOW_CANON_BAD_IPV4;
 		out->kind = ALLOW_HOST_IPV4;
 		snprintf(out->host, sizeof out->host, "%u.%u.%u.%u", out->addr[0], out->addr[1],
-			out->addr[2], out->addr[3]);
+		        out->addr[2], out->addr[3]);
 		return ALLOW_CANON_OK;
 	}
 	if (len > ALLOW_NAME_MAX)
@@ -276,8 +276,8 @@ enum allow_canon_err allow_canon_host(const char *in, size_t len, struct allow_d
 	return finish(canon_name(in, len, out), out);
 }
 
-enum allow_canon_err allow_canon_authority(const char *in, size_t len, uint16_t default_port,
-	struct allow_dest *out)
+enum allow_canon_err allow_canon_authority(
+        const char *in, size_t len, uint16_t default_port, struct allow_dest *out)
 {
 	memset(out, 0, sizeof *out);
 	if (len == 0)

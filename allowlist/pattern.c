@@ -32,37 +32,91 @@ struct rule {
 };
 
 struct node {
-	char *key;          /* owned, keylen bytes, not NUL-terminated */
+	char *key; /* owned, keylen bytes, not NUL-terminated */
 	size_t keylen;
 	uint64_t hash;      /* of key, kept to skip most key compares and to rehash */
 	struct rule *rules; /* owned; none for 'T' nodes */
 	size_t nrules;
-	size_t pattern;     /* for 'T' nodes: the pattern it stands for */
+	size_t pattern; /* for 'T' nodes: the pattern it stands for */
 };
 
 struct allow_set {
 	enum allow_set_kind kind;
-	char **patterns;        /* canonical texts in the order added; owned */
+	char **patterns; /* canonical texts in the order added; owned */
 	size_t npatterns, cappatterns;
-	struct node *nodes;     /* owned */
+	struct node *nodes; /* owned */
 	size_t nnodes, capnodes;
-	uint32_t *slots;        /* node index + 1, 0 = empty; capslots is a power of two */
+	uint32_t *slots; /* node index + 1, 0 = empty; capslots is a power of two */
 	size_t capslots;
-	size_t v4_lens[33];     /* number of IPv4 prefixes of each length */
-	size_t v6_lens[129];    /* number of IPv6 prefixes of each length */
+	size_t v4_lens[33];  /* number of IPv4 prefixes of each length */
+	size_t v6_lens[129]; /* number of IPv6 prefixes of each length */
 };
 
 /* Multi-label suffixes under which unrelated parties register names.  Together with "every
  * single label", this stops "*.co.uk"-style patterns that would allow much more than meant. */
 static const char *const public_suffixes[] = {
-	"ac.jp", "ac.uk", "appspot.com", "azurewebsites.net", "blogspot.com", "cloudfront.net",
-	"co.id", "co.il", "co.in", "co.jp", "co.kr", "co.nz", "co.uk", "co.za", "com.ar", "com.au",
-	"com.br", "com.cn", "com.co", "com.hk", "com.mx", "com.my", "com.ph", "com.pk", "com.sg",
-	"com.tr", "com.tw", "com.ua", "edu.au", "firebaseapp.com", "github.io", "gitlab.io",
-	"go.jp", "gov.au", "gov.cn", "gov.uk", "herokuapp.com", "ltd.uk", "me.uk", "ne.jp",
-	"net.au", "net.br", "net.cn", "net.in", "net.nz", "netlify.app", "nhs.uk", "or.jp",
-	"or.kr", "org.au", "org.br", "org.cn", "org.in", "org.nz", "org.uk", "org.za",
-	"pages.dev", "plc.uk", "s3.amazonaws.com", "vercel.app", "web.app", "workers.dev",
+        "ac.jp",
+        "ac.uk",
+        "appspot.com",
+        "azurewebsites.net",
+        "blogspot.com",
+        "cloudfront.net",
+        "co.id",
+        "co.il",
+        "co.in",
+        "co.jp",
+        "co.kr",
+        "co.nz",
+        "co.uk",
+        "co.za",
+        "com.ar",
+        "com.au",
+        "com.br",
+        "com.cn",
+        "com.co",
+        "com.hk",
+        "com.mx",
+        "com.my",
+        "com.ph",
+        "com.pk",
+        "com.sg",
+        "com.tr",
+        "com.tw",
+        "com.ua",
+        "edu.au",
+        "firebaseapp.com",
+        "github.io",
+        "gitlab.io",
+        "go.jp",
+        "gov.au",
+        "gov.cn",
+        "gov.uk",
+        "herokuapp.com",
+        "ltd.uk",
+        "me.uk",
+        "ne.jp",
+        "net.au",
+        "net.br",
+        "net.cn",
+        "net.in",
+        "net.nz",
+        "netlify.app",
+        "nhs.uk",
+        "or.jp",
+        "or.kr",
+        "org.au",
+        "org.br",
+        "org.cn",
+        "org.in",
+        "org.nz",
+        "org.uk",
+        "org.za",
+        "pages.dev",
+        "plc.uk",
+        "s3.amazonaws.com",
+        "vercel.app",
+        "web.app",
+        "workers.dev",
 };
 
 /* FNV-1a: patterns come from the config, not from clients, so flooding is not a concern. */
@@ -180,16 +234,16 @@ enum allow_set_kind allow_set_get_kind(const struct allow_set *set)
 
 /* What a pattern says, before it is stored. */
 struct parsed {
-	int is_addr;             /* 1: cidr is set; 0: name and scope are */
-	struct allow_cidr cidr;  /* address prefix */
+	int is_addr;               /* 1: cidr is set; 0: name and scope are */
+	struct allow_cidr cidr;    /* address prefix */
 	char name[ALLOW_HOST_BUF]; /* canonical name the pattern is anchored at */
-	unsigned scope;          /* SCOPE_* */
-	const char *wild;        /* "", "*." or "**." as written */
-	int port;                /* ALLOW_PORT_DEFAULT, ALLOW_PORT_ANY or a port */
+	unsigned scope;            /* SCOPE_* */
+	const char *wild;          /* "", "*." or "**." as written */
+	int port;                  /* ALLOW_PORT_DEFAULT, ALLOW_PORT_ANY or a port */
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen,
-	const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(
+        char *err, size_t errlen, const char *fmt, ...)
 {
 	if (err != NULL && errlen > 0) {
 		va_list ap;
@@ -219,8 +273,8 @@ static int parse_v6(const char *s, size_t len, struct allow_cidr *out)
 	return 0;
 }
 
-static int parse_port_spec(const char *s, size_t len, int *port, const char *pattern, char *err,
-	size_t errlen)
+static int parse_port_spec(
+        const char *s, size_t len, int *port, const char *pattern, char *err, size_t errlen)
 {
 	uint16_t p;
 	if (len == 1 && s[0] == '*') {
@@ -229,8 +283,9 @@ static int parse_port_spec(const char *s, size_t len, int *port, const char *pat
 	}
 	if (allow_port_parse(s, len, &p) == -1)
 		return fail(err, errlen,
-			"bad port in \"%.280s\" (a number from 1 to 65535 without leading zeros, or '*')",
-			pattern);
+		        "bad port in \"%.280s\" (a number from 1 to 65535 without leading zeros, "
+		        "or '*')",
+		        pattern);
 	*port = p;
 	return 0;
 }
@@ -244,7 +299,8 @@ static int parse_pattern(const char *pat, size_t len, struct parsed *out, char *
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)pat[i] >= 0x80)
 			return fail(err, errlen,
-				"non-ASCII byte in \"%.280s\" (write international names as xn--)", pat);
+			        "non-ASCII byte in \"%.280s\" (write international names as xn--)",
+			        pat);
 	if (len > ALLOW_HOST_BUF + 8)
 		return fail(err, errlen, "pattern too long: \"%.80s...\"", pat);
 
@@ -261,7 +317,8 @@ static int parse_pattern(const char *pat, size_t len, struct parsed *out, char *
 		bracketed = 1;
 		if (rest > 0) {
 			if (rb[1] != ':')
-				return fail(err, errlen, "unexpected text after ']' in \"%.280s\"", pat);
+				return fail(err, errlen, "unexpected text after ']' in \"%.280s\"",
+				        pat);
 			if (parse_port_spec(rb + 2, rest - 1, &out->port, pat, err, errlen) == -1)
 				return -1;
 		}
@@ -276,16 +333,21 @@ static int parse_pattern(const char *pat, size_t len, struct parsed *out, char *
 			}
 		if (ncolons == 1) {
 			hostlen = (size_t)(colon - pat);
-			if (parse_port_spec(colon + 1, len - hostlen - 1, &out->port, pat, err, errlen) == -1)
+			if (parse_port_spec(colon + 1, len - hostlen - 1, &out->port, pat, err,
+			            errlen) == -1)
 				return -1;
 		} else if (ncolons > 1) {
 			/* Without brackets the whole text is the address: "2001:db8::1:443" cannot
 			 * say whether 443 is a port, so it never is. */
 			if (parse_v6(pat, len, &out->cidr) == -1) {
-				if (last != NULL && parse_v6(pat, (size_t)(last - pat), &out->cidr) == 0)
+				if (last != NULL &&
+				        parse_v6(pat, (size_t)(last - pat), &out->cidr) == 0)
 					return fail(err, errlen,
-						"an IPv6 address with a port must be in brackets: \"%.280s\"", pat);
-				return fail(err, errlen, "not a valid IPv6 address: \"%.280s\"", pat);
+					        "an IPv6 address with a port must be in brackets: "
+					        "\"%.280s\"",
+					        pat);
+				return fail(
+				        err, errlen, "not a valid IPv6 address: \"%.280s\"", pat);
 			}
 			out->is_addr = 1;
 			return 0;
@@ -298,7 +360,8 @@ static int parse_pattern(const char *pat, size_t len, struct parsed *out, char *
 		if (memchr(host, '%', hostlen) != NULL)
 			return fail(err, errlen, "IPv6 zone ids are not allowed: \"%.280s\"", pat);
 		if (parse_v6(host, hostlen, &out->cidr) == -1)
-			return fail(err, errlen, "not a valid IPv6 address in brackets: \"%.280s\"", pat);
+			return fail(err, errlen, "not a valid IPv6 address in brackets: \"%.280s\"",
+			        pat);
 		out->is_addr = 1;
 		return 0;
 	}
@@ -324,24 +387,26 @@ static int parse_pattern(const char *pat, size_t len, struct parsed *out, char *
 		out->scope = SCOPE_APEX;
 	}
 	if ((hostlen == 1 && host[0] == '*') || (hostlen == 2 && memcmp(host, "**", 2) == 0) ||
-		(hostlen == 0 && out->wild[0] != '\0'))
+	        (hostlen == 0 && out->wild[0] != '\0'))
 		return fail(err, errlen, "\"%.280s\" would match every host", pat);
 	if (memchr(host, '*', hostlen) != NULL)
 		return fail(err, errlen,
-			"a wildcard must be a whole leading label (\"*.example.com\" or "
-			"\"**.example.com\"): \"%.200s\"", pat);
+		        "a wildcard must be a whole leading label (\"*.example.com\" or "
+		        "\"**.example.com\"): \"%.200s\"",
+		        pat);
 
 	struct allow_dest d;
 	enum allow_canon_err ce = allow_canon_host(host, hostlen, &d);
 	if (ce != ALLOW_CANON_OK) {
 		if (err != NULL && errlen > 0)
 			snprintf(err, errlen, "%s in \"%.*s\"", allow_canon_strerror(ce),
-				(int)(len > 200 ? 200 : len), pat);
+			        (int)(len > 200 ? 200 : len), pat);
 		return -1;
 	}
 	if (d.kind != ALLOW_HOST_NAME) {
 		if (out->wild[0] != '\0')
-			return fail(err, errlen, "a wildcard cannot apply to an IP address: \"%.280s\"", pat);
+			return fail(err, errlen,
+			        "a wildcard cannot apply to an IP address: \"%.280s\"", pat);
 		out->cidr.family = d.kind == ALLOW_HOST_IPV4 ? AF_INET : AF_INET6;
 		memcpy(out->cidr.addr, d.addr, 16);
 		out->cidr.prefix = d.kind == ALLOW_HOST_IPV4 ? 32 : 128;
@@ -440,7 +505,8 @@ int allow_set_add(struct allow_set *set, const char *pattern, char *err, size_t 
 	char *textkey = dup_bytes(text, textlen);
 	char *anchorkey = an == NULL ? dup_bytes(anchor, anchorlen) : NULL;
 	struct rule *rules = malloc((nrules + 1) * sizeof *rules);
-	if (textcopy == NULL || textkey == NULL || (an == NULL && anchorkey == NULL) || rules == NULL) {
+	if (textcopy == NULL || textkey == NULL || (an == NULL && anchorkey == NULL) ||
+	        rules == NULL) {
 		free(textcopy);
 		free(textkey);
 		free(anchorkey);
@@ -459,7 +525,7 @@ int allow_set_add(struct allow_set *set, const char *pattern, char *err, size_t 
 	free(an->rules);
 	an->rules = rules;
 	an->rules[nrules] = (struct rule){
-		.port = p.port, .scope = p.is_addr ? SCOPE_APEX : p.scope, .pattern = idx};
+	        .port = p.port, .scope = p.is_addr ? SCOPE_APEX : p.scope, .pattern = idx};
 	an->nrules = nrules + 1;
 	if (p.is_addr) {
 		if (p.cidr.family == AF_INET)
@@ -481,7 +547,7 @@ static int port_ok(const struct allow_set *set, int rule_port, uint16_t port)
 
 /* Checks the rules of node n that apply with `scope`; returns 1 on a full match. */
 static int check_node(const struct allow_set *set, const struct node *n, unsigned scope,
-	uint16_t port, const struct rule **hit, const struct rule **port_miss)
+        uint16_t port, const struct rule **hit, const struct rule **port_miss)
 {
 	if (n == NULL)
 		return 0;
@@ -499,8 +565,8 @@ static int check_node(const struct allow_set *set, const struct node *n, unsigne
 	return 0;
 }
 
-enum allow_match allow_set_match(const struct allow_set *set, const struct allow_dest *d,
-	const char **rule)
+enum allow_match allow_set_match(
+        const struct allow_set *set, const struct allow_dest *d, const char **rule)
 {
 	const struct rule *hit = NULL, *port_miss = NULL;
 	char key[KEY_MAX];
@@ -510,14 +576,14 @@ enum allow_match allow_set_match(const struct allow_set *set, const struct allow
 		memcpy(key + 1, d->host, len);
 		/* The host itself, then each proper suffix, most specific first. */
 		if (!check_node(set, find_node(set, key, 1 + len), SCOPE_APEX, d->port, &hit,
-			&port_miss)) {
+		            &port_miss)) {
 			for (size_t i = 0; i < len && hit == NULL; i++) {
 				if (d->host[i] != '.')
 					continue;
 				size_t slen = len - i - 1;
 				memcpy(key + 1, d->host + i + 1, slen);
-				check_node(set, find_node(set, key, 1 + slen), SCOPE_SUB, d->port, &hit,
-					&port_miss);
+				check_node(set, find_node(set, key, 1 + slen), SCOPE_SUB, d->port,
+				        &hit, &port_miss);
 			}
 		}
 	} else {
@@ -532,7 +598,8 @@ enum allow_match allow_set_match(const struct allow_set *set, const struct allow
 			if (l % 8)
 				masked[l / 8] = (uint8_t)(d->addr[l / 8] & (0xff << (8 - l % 8)));
 			size_t klen = addr_key(key, family, l, masked);
-			check_node(set, find_node(set, key, klen), SCOPE_APEX, d->port, &hit, &port_miss);
+			check_node(set, find_node(set, key, klen), SCOPE_APEX, d->port, &hit,
+			        &port_miss);
 		}
 	}
 	if (hit != NULL) {

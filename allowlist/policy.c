@@ -39,7 +39,7 @@ static void entry_for(const struct allow_dest *d, int with_port, char *buf, size
 }
 
 static void deny(struct allow_decision *out, enum allow_reason r, const char *rule_prefix,
-	const char *rule, const char *hint_verb, const char *hint_what, const char *hint_where)
+        const char *rule, const char *hint_verb, const char *hint_what, const char *hint_where)
 {
 	out->reason = r;
 	snprintf(out->rule, sizeof out->rule, "%s%s", rule_prefix, rule);
@@ -47,7 +47,7 @@ static void deny(struct allow_decision *out, enum allow_reason r, const char *ru
 }
 
 void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsigned action,
-	struct allow_decision *out)
+        struct allow_decision *out)
 {
 	const char *rule = NULL;
 	char entry[ALLOW_HOST_BUF + 16];
@@ -66,22 +66,24 @@ void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsig
 	if (b->allow != NULL)
 		m = allow_set_match(b->allow, d, &rule);
 	if (m == ALLOW_MATCH_PORT) {
-		/* The host has an entry, for other ports: name that entry so the reader sees why. */
+		/* The host has an entry, for other ports: name that entry so the reader sees why.
+		 */
 		entry_for(d, 1, entry, sizeof entry);
 		deny(out, ALLOW_PORT_NOT_ALLOWED, "allowDomains: ", rule, "add", entry,
-			"to allowDomains");
+		        "to allowDomains");
 		return;
 	}
 	entry_for(d, 0, entry, sizeof entry);
 	if (m == ALLOW_MATCH_NONE && literal) {
-		deny(out, ALLOW_IP_LITERAL, "", b->allow != NULL ?
-			"allowDomains (no entry names this address)" : "no allowDomains (IP literals need an entry)",
-			"add", entry, "to allowDomains");
+		deny(out, ALLOW_IP_LITERAL, "",
+		        b->allow != NULL ? "allowDomains (no entry names this address)"
+		                         : "no allowDomains (IP literals need an entry)",
+		        "add", entry, "to allowDomains");
 		return;
 	}
 	if (m == ALLOW_MATCH_NONE && b->allow != NULL) {
-		deny(out, ALLOW_HOST_NOT_ALLOWED, "", "allowDomains (no entry matches)", "add", entry,
-			"to allowDomains");
+		deny(out, ALLOW_HOST_NOT_ALLOWED, "", "allowDomains (no entry matches)", "add",
+		        entry, "to allowDomains");
 		return;
 	}
 
@@ -90,16 +92,19 @@ void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsig
 		unsigned bit = hit & (~hit + 1); /* the lowest, so the answer does not vary */
 		const char *name = allow_tag_name(bit);
 		unsigned group = (bit & ALLOW_TAGS_READ) ? ALLOW_TAGS_READ : ALLOW_TAGS_WRITE;
-		/* deny_actions holds leaves only, so a config that said "write" or "all" shows up as
-		 * a whole group: name the parent too, since removing the leaf alone is impossible. */
-		const char *parent = (b->deny_actions & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all" :
-			(b->deny_actions & group) == group ? (group == ALLOW_TAGS_READ ? "read" : "write") :
-			NULL;
+		/* deny_actions holds leaves only, so a config that said "write" or "all" shows up
+		 * as a whole group: name the parent too, since removing the leaf alone is
+		 * impossible. */
+		const char *parent = (b->deny_actions & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all"
+		                     : (b->deny_actions & group) == group
+		                             ? (group == ALLOW_TAGS_READ ? "read" : "write")
+		                             : NULL;
 		out->reason = ALLOW_ACTION_DENIED;
 		snprintf(out->rule, sizeof out->rule, "actions: %s", name);
 		if (parent != NULL)
 			snprintf(out->hint, sizeof out->hint,
-				"remove \"%s\" (or \"%s\", which covers it) from actions", name, parent);
+			        "remove \"%s\" (or \"%s\", which covers it) from actions", name,
+			        parent);
 		else
 			snprintf(out->hint, sizeof out->hint, "remove \"%s\" from actions", name);
 		return;

@@ -10,16 +10,16 @@ struct tag_entry {
 
 /* Leaves first, in bit order, so that leaf_names[i] names bit 1 << i. */
 static const struct tag_entry tag_table[] = {
-	{"dns", ALLOW_TAG_DNS},
-	{"git:fetch", ALLOW_TAG_GIT_FETCH},
-	{"git:push", ALLOW_TAG_GIT_PUSH},
-	{"http:read", ALLOW_TAG_HTTP_READ},
-	{"http:write", ALLOW_TAG_HTTP_WRITE},
-	{"ssh:read", ALLOW_TAG_SSH_READ},
-	{"ssh:write", ALLOW_TAG_SSH_WRITE},
-	{"read", ALLOW_TAGS_READ},
-	{"write", ALLOW_TAGS_WRITE},
-	{"all", ALLOW_TAGS_ALL},
+        {"dns", ALLOW_TAG_DNS},
+        {"git:fetch", ALLOW_TAG_GIT_FETCH},
+        {"git:push", ALLOW_TAG_GIT_PUSH},
+        {"http:read", ALLOW_TAG_HTTP_READ},
+        {"http:write", ALLOW_TAG_HTTP_WRITE},
+        {"ssh:read", ALLOW_TAG_SSH_READ},
+        {"ssh:write", ALLOW_TAG_SSH_WRITE},
+        {"read", ALLOW_TAGS_READ},
+        {"write", ALLOW_TAGS_WRITE},
+        {"all", ALLOW_TAGS_ALL},
 };
 #define LEAF_COUNT 7
 

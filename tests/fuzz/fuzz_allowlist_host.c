@@ -59,7 +59,7 @@ static void check_result(enum allow_canon_err e, const struct allow_dest *d)
 	if (allow_canon_host(d->host, strlen(d->host), &again) != ALLOW_CANON_OK)
 		abort();
 	if (again.kind != d->kind || strcmp(again.host, d->host) != 0 ||
-		memcmp(again.addr, d->addr, 16) != 0)
+	        memcmp(again.addr, d->addr, 16) != 0)
 		abort();
 }
 
@@ -75,10 +75,10 @@ static void check_authority(const uint8_t *data, size_t size)
 	/* The authority rebuilt from the result reads back as the same destination. */
 	char buf[ALLOW_HOST_BUF + 16];
 	int n = snprintf(buf, sizeof buf, d.kind == ALLOW_HOST_IPV6 ? "[%s]:%u" : "%s:%u", d.host,
-		(unsigned)d.port);
+	        (unsigned)d.port);
 	struct allow_dest again;
 	if (n < 0 || (size_t)n >= sizeof buf ||
-		allow_canon_authority(buf, (size_t)n, 0, &again) != ALLOW_CANON_OK)
+	        allow_canon_authority(buf, (size_t)n, 0, &again) != ALLOW_CANON_OK)
 		abort();
 	if (again.kind != d.kind || strcmp(again.host, d.host) != 0 || again.port != d.port)
 		abort();
@@ -102,7 +102,8 @@ static void check_pattern(const uint8_t *data, size_t size)
 				abort();
 			const char *text = allow_set_pattern(s, 0);
 			if (allow_set_add(t, text, err, sizeof err) != 0 ||
-				strcmp(allow_set_pattern(t, 0), text) != 0 || !allow_set_has(s, text))
+			        strcmp(allow_set_pattern(t, 0), text) != 0 ||
+			        !allow_set_has(s, text))
 				abort();
 		} else if (allow_set_count(s) != 0 || err[0] == '\0') {
 			abort();

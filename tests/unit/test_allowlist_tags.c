@@ -16,23 +16,23 @@ struct parse_case {
 };
 
 static const struct parse_case parse_cases[] = {
-	{"dns", 0, ALLOW_TAG_DNS},
-	{"git:fetch", 0, ALLOW_TAG_GIT_FETCH},
-	{"git:push", 0, ALLOW_TAG_GIT_PUSH},
-	{"http:read", 0, ALLOW_TAG_HTTP_READ},
-	{"http:write", 0, ALLOW_TAG_HTTP_WRITE},
-	{"ssh:read", 0, ALLOW_TAG_SSH_READ},
-	{"ssh:write", 0, ALLOW_TAG_SSH_WRITE},
-	{"read", 0, ALLOW_TAG_DNS | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_HTTP_READ | ALLOW_TAG_SSH_READ},
-	{"write", 0, ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_WRITE},
-	{"all", 0, 0x7f},
-	{"", -1, 0},
-	{"none", -1, 0},
-	{"Git:Push", -1, 0},
-	{"git:pus", -1, 0},
-	{"git:pushx", -1, 0},
-	{"git", -1, 0},
-	{" dns", -1, 0},
+        {"dns", 0, ALLOW_TAG_DNS},
+        {"git:fetch", 0, ALLOW_TAG_GIT_FETCH},
+        {"git:push", 0, ALLOW_TAG_GIT_PUSH},
+        {"http:read", 0, ALLOW_TAG_HTTP_READ},
+        {"http:write", 0, ALLOW_TAG_HTTP_WRITE},
+        {"ssh:read", 0, ALLOW_TAG_SSH_READ},
+        {"ssh:write", 0, ALLOW_TAG_SSH_WRITE},
+        {"read", 0, ALLOW_TAG_DNS | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_HTTP_READ | ALLOW_TAG_SSH_READ},
+        {"write", 0, ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_WRITE},
+        {"all", 0, 0x7f},
+        {"", -1, 0},
+        {"none", -1, 0},
+        {"Git:Push", -1, 0},
+        {"git:pus", -1, 0},
+        {"git:pushx", -1, 0},
+        {"git", -1, 0},
+        {" dns", -1, 0},
 };
 
 static void test_tag_parse(void **state)
@@ -43,8 +43,8 @@ static void test_tag_parse(void **state)
 		unsigned mask = 0xdead;
 		int rc = allow_tag_parse(c->name, strlen(c->name), &mask);
 		if (rc != c->rc || (rc == 0 && mask != c->mask) || (rc == -1 && mask != 0xdead))
-			fail_msg("\"%s\": rc %d mask %#x, want rc %d mask %#x", c->name, rc, mask, c->rc,
-				c->mask);
+			fail_msg("\"%s\": rc %d mask %#x, want rc %d mask %#x", c->name, rc, mask,
+			        c->rc, c->mask);
 	}
 }
 
@@ -84,13 +84,13 @@ struct format_case {
 };
 
 static const struct format_case format_cases[] = {
-	{0, ",", "none"},
-	{ALLOW_TAG_GIT_PUSH, ",", "git:push"},
-	{ALLOW_TAG_SSH_WRITE | ALLOW_TAG_DNS | ALLOW_TAG_GIT_PUSH, ",", "dns,git:push,ssh:write"},
-	{ALLOW_TAGS_WRITE, " ", "git:push http:write ssh:write"},
-	{ALLOW_TAGS_ALL, ", ",
-		"dns, git:fetch, git:push, http:read, http:write, ssh:read, ssh:write"},
-	{ALLOW_TAG_HTTP_READ | (1u << 12), ",", "http:read"},
+        {0, ",", "none"},
+        {ALLOW_TAG_GIT_PUSH, ",", "git:push"},
+        {ALLOW_TAG_SSH_WRITE | ALLOW_TAG_DNS | ALLOW_TAG_GIT_PUSH, ",", "dns,git:push,ssh:write"},
+        {ALLOW_TAGS_WRITE, " ", "git:push http:write ssh:write"},
+        {ALLOW_TAGS_ALL, ", ",
+                "dns, git:fetch, git:push, http:read, http:write, ssh:read, ssh:write"},
+        {ALLOW_TAG_HTTP_READ | (1u << 12), ",", "http:read"},
 };
 
 static void test_tags_format(void **state)
@@ -124,11 +124,11 @@ static void test_tags_format_truncates(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tag_parse),
-		cmocka_unit_test(test_tag_parse_length),
-		cmocka_unit_test(test_tag_name),
-		cmocka_unit_test(test_tags_format),
-		cmocka_unit_test(test_tags_format_truncates),
+	        cmocka_unit_test(test_tag_parse),
+	        cmocka_unit_test(test_tag_parse_length),
+	        cmocka_unit_test(test_tag_name),
+	        cmocka_unit_test(test_tags_format),
+	        cmocka_unit_test(test_tags_format_truncates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
