@@ -5,7 +5,8 @@
  * allowAddresses does not.  An IPv6 address that embeds an IPv4 address is, in addition, judged
  * as that IPv4 address, because a NAT64 gateway, a 6to4 relay, a Teredo relay or the host's own
  * dual stack will deliver the packet there.  Only an allowAddresses entry naming the IPv6 address
- * itself skips that second judgement; denyAddresses is never skipped. */
+ * itself skips that second judgement; denyAddresses is never skipped.  Besides the schemes
+ * DESIGN.md names, the SIIT form ::ffff:0:0:0/96 is decoded too: it reaches IPv4 the same way. */
 #include "dns/addrpolicy.h"
 
 #include <stdio.h>
@@ -92,12 +93,18 @@ const char *dns_addr_embedded_v4(const uint8_t v6[16], uint8_t v4[4])
 {
 	static const uint8_t zero[12];
 	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+	static const uint8_t translated[12] = {[8] = 0xff, [9] = 0xff};
 	static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
 	static const uint8_t nat64_local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
 
 	if (memcmp(v6, mapped, 12) == 0) {
 		memcpy(v4, v6 + 12, 4);
 		return "IPv4-mapped";
+	}
+	if (memcmp(v6, translated, 12) == 0) {
+		/* SIIT (RFC 2765): a stateless translator delivers it to the IPv4 address. */
+		memcpy(v4, v6 + 12, 4);
+		return "IPv4-translated";
 	}
 	if (memcmp(v6, zero, 12) == 0) {
 		/* :: and ::1 are the IPv6 unspecified and loopback addresses, not 0.0.0.0/0.0.0.1. */
@@ -130,6 +137,8 @@ static const char *scheme_range(const char *scheme)
 		return "::ffff:0:0/96";
 	if (strcmp(scheme, "IPv4-compatible") == 0)
 		return "::/96";
+	if (strcmp(scheme, "IPv4-translated") == 0)
+		return "::ffff:0:0:0/96";
 	if (strcmp(scheme, "6to4") == 0)
 		return "2002::/16";
 	if (strcmp(scheme, "Teredo") == 0)

@@ -29,8 +29,9 @@ int dns_addr_judge(const struct dns_addr_policy *p, int family, const uint8_t *a
 	size_t whylen);
 
 /* If the IPv6 address embeds an IPv4 address by one of the schemes above, writes it to v4 and
- * returns the scheme's name ("IPv4-mapped", "NAT64", "6to4", "Teredo", "IPv4-compatible");
- * else NULL. */
+ * returns the scheme's name ("IPv4-mapped", "NAT64", "6to4", "Teredo", "IPv4-compatible", or
+ * "IPv4-translated" for SIIT ::ffff:0:0:0/96); else NULL.  For Teredo, v4 is the client address
+ * (de-inverted); the server address is bytes 4-7 of v6. */
 const char *dns_addr_embedded_v4(const uint8_t v6[16], uint8_t v4[4]);
 
 #endif

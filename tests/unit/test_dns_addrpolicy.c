@@ -121,6 +121,9 @@ static void test_default_policy(void **state)
 		{"::ffff:8.8.8.8", 0, NULL},
 		{"::127.0.0.1", -1, "loopback 127.0.0.0/8 (embedded in IPv4-compatible ::/96)"},
 		{"::0.0.0.2", -1, "this network 0.0.0.0/8 (embedded in IPv4-compatible ::/96)"},
+		{"::ffff:0:a9fe:a9fe", -1,
+			"cloud metadata 169.254.169.254 (embedded in IPv4-translated ::ffff:0:0:0/96)"},
+		{"::ffff:0:808:808", 0, NULL},
 		{"64:ff9b::a00:1", -1, "private 10.0.0.0/8 (embedded in NAT64 64:ff9b::/96)"},
 		{"64:ff9b::808:808", 0, NULL},
 		{"64:ff9b:1::a00:1", -1, "private 10.0.0.0/8 (embedded in NAT64 64:ff9b:1::/48)"},
@@ -236,7 +239,8 @@ static void test_embedded_v4(void **state)
 		{TEREDO_PUBLIC, "Teredo", "8.8.8.8"},
 		{"2001:1::1", NULL, NULL},
 		{"2606:4700:4700::1111", NULL, NULL},
-		{"::ffff:0:1.2.3.4", NULL, NULL}, /* SIIT ::ffff:0:0:0/96 is not a scheme we decode */
+		{"::ffff:0:1.2.3.4", "IPv4-translated", "1.2.3.4"},
+		{"::1:ffff:0:1.2.3.4", NULL, NULL},
 	};
 	for (size_t i = 0; i < N(t); i++) {
 		uint8_t v6[16], v4[4] = {0}, want[4];
