@@ -7,7 +7,7 @@ a denial (the same host with another action, an IP literal that an entry names),
 that denies everything cannot pass the table.
 
 Placeholders in requests: {origin} the HTTP origin's port, {echo} a raw echo server, {closed} a
-port nothing listens on, {blackhole} a port whose SYNs go unanswered.
+port nothing listens on, {blackhole} a port whose SYNs go unanswered, {proxy} egressd's own port.
 """
 
 import os
@@ -27,6 +27,7 @@ HOSTS = {
     "refused.test": ["127.0.0.1"],
     "slow.test": ["127.0.0.1"],
     "private.test": ["10.0.0.1"],
+    "self.test": ["127.0.0.1"],
     # nx.invalid is deliberately absent: its lookup goes to a closed local port and fails.
 }
 ALLOW_NX = {"allowDomains": ["nx.invalid:*", "origin.test:*"], "enforce": "sandbox"}
@@ -34,13 +35,15 @@ RETRY_RE = re.compile(r"retry", re.I)
 
 
 def case(name, request, status, reason=None, rule=None, body=(), bound=None, sessions=None,
-         limits=None, session_limits=None, headers=(), audit=None, hold=None, end=None,
-         session="default", extra_headers=None):
-    """One row of the table; see the module comment."""
+         limits=None, session_limits=None, headers=(), audit=None, hold=None, before=(),
+         delay=0, session="default", extra_headers=None):
+    """One row of the table; see the module comment.  hold: a request whose connection stays
+    open during the case; before: requests that must succeed first, each on its own
+    connection; delay: seconds to wait before the case's request."""
     return dict(name=name, request=request, status=status, reason=reason, rule=rule,
                 body=body, bound=bound, sessions=sessions, limits=limits,
                 session_limits=session_limits, headers=headers, audit=audit or {}, hold=hold,
-                end=end, session=session, extra_headers=extra_headers or {})
+                before=before, delay=delay, session=session, extra_headers=extra_headers or {})
 
 
 CASES = [
@@ -149,6 +152,17 @@ CASES = [
          "http://origin.test:{origin}/"), 429, "limit-connections", None, ["maxConnections"],
          session_limits={"maxConnections": 1}, hold=("CONNECT", "echo.test:{echo}"),
          audit={"event": "request", "status": 429}),
+    case("limit-new-hosts: a second new host in a minute",
+         ("GET", "http://other.test:{origin}/"), 429, "limit-new-hosts", None,
+         ["maxNewHostsPerMinute"], session_limits={"maxNewHostsPerMinute": 1},
+         before=[("GET", "http://origin.test:{origin}/first")],
+         audit={"event": "request", "host": "other.test", "status": 429},
+         extra_headers={"Retry-After": "*"}),
+    case("session-expired: after limits.expiresIn", ("GET", "http://origin.test:{origin}/"),
+         403, "session-expired", None, ["expiresIn"], session_limits={"expiresIn": "1s"},
+         delay=1.5, audit={"event": "request", "status": 403}),
+    case("loop: a request addressed to egressd itself", ("GET", "http://self.test:{proxy}/"),
+         508, "loop", None, ["self.test"], audit={"event": "request", "host": "self.test"}),
     # --- malformed requests ----------------------------------------------------------------------
     case("bad-request: garbage request line", ("RAW", b"GARBAGE\r\n\r\n"), 400, "bad-request",
          session=None, audit={}),
@@ -207,6 +221,16 @@ def run_one(h, cs):
     cfg = base_config(HOSTS, session_bound=cs["bound"], session_limits=cs["session_limits"],
                       global_limits=cs["limits"], sessions=cs["sessions"])
     e = h.egressd(cfg)
+    ports["proxy"] = e.port
+    for req in cs["before"]:
+        b = Conn(e.port)
+        try:
+            send(b, (req[0], fill(req[1], ports)), [])
+            check_eq(b.read_response().status, 200, "status of %s %s before the case" % req)
+        finally:
+            b.close()
+    if cs["delay"]:
+        time.sleep(cs["delay"])
     held = None
     if cs["hold"]:
         held = Conn(e.port)
@@ -271,7 +295,10 @@ def check_denial(cs, r, c):
     if cs["session"]:
         check_eq(r.header("X-Egressd-Session"), cs["session"], "X-Egressd-Session")
     for k, v in cs["extra_headers"].items():
-        check_eq(r.header(k), v, "header %s" % k)
+        if v == "*":
+            check(r.header(k), "no %s header: %r" % (k, r))
+        else:
+            check_eq(r.header(k), v, "header %s" % k)
     check((r.header("Content-Type") or "").startswith("text/plain"),
           "Content-Type %r is not text/plain" % r.header("Content-Type"))
     check_eq((r.header("Connection") or "").lower(), "close", "Connection header of a denial")
@@ -329,7 +356,7 @@ def check_case_audit(cs, recs, client):
         check_eq(rec.get(k), v, "audit field %s" % k)
     closes = [x for x in recs if x["event"] == "close" and x["conn"] == rec["conn"]]
     check_eq(len(closes), 1, "close records for conn %r" % rec["conn"])
-    if cs["status"] in (403, 407, 429):
+    if cs["status"] in (403, 407, 429, 508):
         check_eq(closes[0]["end"], "denied", "close record end after a denial")
     elif cs["status"] in (502, 504):
         check(closes[0]["end"] in ("denied", "error"),
