@@ -6,8 +6,8 @@
 #include "allowlist/config.h"
 #include "allowlist/tags.h"
 
-static void print_set(FILE *out, const char *label, const struct allow_set *set,
-	const char *absent, const char *empty)
+static void print_set(FILE *out, const char *label, const struct allow_set *set, const char *absent,
+        const char *empty)
 {
 	fprintf(out, "  %s: ", label);
 	if (set == NULL) {
@@ -26,17 +26,17 @@ static void print_set(FILE *out, const char *label, const struct allow_set *set,
 
 struct limit_field {
 	const char *name;
-	size_t off;                                /* in struct allow_limits */
-	void (*fmt)(uint64_t, char *, size_t);     /* NULL: a plain count */
+	size_t off;                            /* in struct allow_limits */
+	void (*fmt)(uint64_t, char *, size_t); /* NULL: a plain count */
 };
 
 static const struct limit_field limit_fields[] = {
-	{"maxConnections", offsetof(struct allow_limits, max_connections), NULL},
-	{"maxConnectionsTotal", offsetof(struct allow_limits, max_connections_total), NULL},
-	{"maxBytesOut", offsetof(struct allow_limits, max_bytes_out), allow_size_format},
-	{"maxBytesIn", offsetof(struct allow_limits, max_bytes_in), allow_size_format},
-	{"maxNewHostsPerMinute", offsetof(struct allow_limits, max_new_hosts_per_minute), NULL},
-	{"expiresIn", offsetof(struct allow_limits, expires_in_ms), allow_duration_format},
+        {"maxConnections", offsetof(struct allow_limits, max_connections), NULL},
+        {"maxConnectionsTotal", offsetof(struct allow_limits, max_connections_total), NULL},
+        {"maxBytesOut", offsetof(struct allow_limits, max_bytes_out), allow_size_format},
+        {"maxBytesIn", offsetof(struct allow_limits, max_bytes_in), allow_size_format},
+        {"maxNewHostsPerMinute", offsetof(struct allow_limits, max_new_hosts_per_minute), NULL},
+        {"expiresIn", offsetof(struct allow_limits, expires_in_ms), allow_duration_format},
 };
 
 #define NLIMIT_FIELDS (sizeof limit_fields / sizeof limit_fields[0])
@@ -82,7 +82,7 @@ static void print_session(FILE *out, const struct allow_session_config *s)
 {
 	fprintf(out, "session %s\n", s->name);
 	print_set(out, "allowDomains", s->bound.allow, "(any host that domains does not deny)",
-		"(empty: nothing is allowed)");
+	        "(empty: nothing is allowed)");
 	print_set(out, "domains", s->bound.deny, "(none)", "(none)");
 	char tags[256];
 	if (s->bound.deny_actions == 0)

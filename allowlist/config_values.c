@@ -48,22 +48,22 @@ struct unit {
 /* Longest names first where one is a prefix of another would not matter: suffixes are compared
  * whole, so the order only decides how allow_*_format picks the largest exact unit. */
 static const struct unit size_units[] = {
-	{"GiB", 1024ull * 1024 * 1024},
-	{"MiB", 1024ull * 1024},
-	{"KiB", 1024},
-	{"B", 1},
+        {"GiB", 1024ull * 1024 * 1024},
+        {"MiB", 1024ull * 1024},
+        {"KiB", 1024},
+        {"B", 1},
 };
 
 static const struct unit duration_units[] = {
-	{"h", 3600ull * 1000},
-	{"m", 60ull * 1000},
-	{"s", 1000},
-	{"ms", 1},
+        {"h", 3600ull * 1000},
+        {"m", 60ull * 1000},
+        {"s", 1000},
+        {"ms", 1},
 };
 
 /* NUMBER followed by exactly one unit of the table (or none when bare_ok). */
 static int unit_parse(const char *in, size_t len, const struct unit *units, size_t nunits,
-	int bare_ok, uint64_t *out)
+        int bare_ok, uint64_t *out)
 {
 	uint64_t v;
 	int n = digits_parse(in, len, &v);
@@ -100,11 +100,10 @@ int allow_duration_parse(const char *in, size_t len, uint64_t *out_ms)
 	/* A bare number is refused (is "30" seconds or milliseconds?) except 0, which reads the
 	 * same in every unit. */
 	return unit_parse(in, len, duration_units, sizeof duration_units / sizeof duration_units[0],
-		0, out_ms);
+	        0, out_ms);
 }
 
-static void unit_format(uint64_t v, const struct unit *units, size_t nunits, char *buf,
-	size_t cap)
+static void unit_format(uint64_t v, const struct unit *units, size_t nunits, char *buf, size_t cap)
 {
 	if (cap == 0)
 		return;
@@ -115,7 +114,7 @@ static void unit_format(uint64_t v, const struct unit *units, size_t nunits, cha
 	for (size_t i = 0; i < nunits; i++) {
 		if (v % units[i].mult == 0) {
 			snprintf(buf, cap, "%llu%s", (unsigned long long)(v / units[i].mult),
-				units[i].name);
+			        units[i].name);
 			return;
 		}
 	}
@@ -136,8 +135,8 @@ static int port_parse(const char *in, size_t len, uint16_t *port)
 {
 	uint64_t v;
 	/* Leading zeros are refused so that a port has one spelling. */
-	if (len == 0 || len > 5 || in[0] == '0' || allow_number_parse(in, len, &v) == -1 || v == 0 ||
-		v > 65535)
+	if (len == 0 || len > 5 || in[0] == '0' || allow_number_parse(in, len, &v) == -1 ||
+	        v == 0 || v > 65535)
 		return -1;
 	*port = (uint16_t)v;
 	return 0;
@@ -145,7 +144,7 @@ static int port_parse(const char *in, size_t len, uint16_t *port)
 
 /* listener: whether ":0" (an ephemeral port) is acceptable. */
 static int addr_parse(const char *in, uint16_t default_port, int listener,
-	struct sockaddr_storage *out, socklen_t *outlen, char *err, size_t errlen)
+        struct sockaddr_storage *out, socklen_t *outlen, char *err, size_t errlen)
 {
 	char host[INET6_ADDRSTRLEN + 1];
 	size_t len = strlen(in);
@@ -188,11 +187,13 @@ static int addr_parse(const char *in, uint16_t default_port, int listener,
 	host[hostlen] = '\0';
 
 	uint16_t p = default_port;
-	/* Port 0 asks the kernel for an ephemeral port (listeners; egressd prints the one it got). */
+	/* Port 0 asks the kernel for an ephemeral port (listeners; egressd prints the one it got).
+	 */
 	int ephemeral = listener && port != NULL && strcmp(port, "0") == 0;
 	if (port != NULL && !ephemeral && port_parse(port, strlen(port), &p) == -1) {
-		snprintf(err, errlen, listener ? "the port must be 1-65535 (or 0 for an ephemeral port)"
-					       : "the port must be 1-65535");
+		snprintf(err, errlen,
+		        listener ? "the port must be 1-65535 (or 0 for an ephemeral port)"
+		                 : "the port must be 1-65535");
 		return -1;
 	}
 	if (ephemeral)
@@ -222,13 +223,13 @@ static int addr_parse(const char *in, uint16_t default_port, int listener,
 }
 
 int allow_config_addr_parse(const char *in, uint16_t default_port, struct sockaddr_storage *out,
-	socklen_t *outlen, char *err, size_t errlen)
+        socklen_t *outlen, char *err, size_t errlen)
 {
 	return addr_parse(in, default_port, 1, out, outlen, err, errlen);
 }
 
-int allow_config_server_parse(const char *in, uint16_t default_port,
-	struct sockaddr_storage *out, socklen_t *outlen, char *err, size_t errlen)
+int allow_config_server_parse(const char *in, uint16_t default_port, struct sockaddr_storage *out,
+        socklen_t *outlen, char *err, size_t errlen)
 {
 	return addr_parse(in, default_port, 0, out, outlen, err, errlen);
 }
