@@ -409,9 +409,49 @@ def tree_rss_kib(pid):
     return total
 
 
+class Profile:
+    """With --perf: `perf record -g` on egressd while one figure runs for it, and the top of
+    `perf report` beside the table (OUT/perf-FIGURE-repN.txt), to show where its time goes."""
+
+    def __init__(self, bench, target, fig, rep):
+        self.bench, self.target, self.fig, self.rep = bench, target, fig, rep
+        self.proc = None
+
+    def __enter__(self):
+        b = self.bench
+        if b.perf_dir is None or self.target != "egressd":
+            return self
+        self.data = os.path.join(b.perf_dir, "perf-%s-rep%d.data" % (self.fig, self.rep + 1))
+        self.proc = PROCS.start("perf record", ["perf", "record", "-q", "-g", "-o", self.data,
+                                                "-p", str(b.targets["egressd"]["pid"])],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)  # perf attaches before the load starts
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is None:
+            return False
+        # SIGINT makes perf record finish its file; then the usual stop.
+        try:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        PROCS.stop(self.proc)
+        PROCS.procs = [(n, q) for n, q in PROCS.procs if q is not self.proc]
+        # Flat, per symbol: without frame pointers call chains are mostly noise; the .data file
+        # stays for `perf report -g` by hand.
+        r = run(["perf", "report", "--stdio", "--no-children", "-g", "none", "--percent-limit",
+                 "0.5", "-i", self.data], 120)
+        with open(self.data[:-5] + ".txt", "w") as f:
+            f.write(r.stdout if r.returncode == 0 else r.stderr)
+        return False
+
+
 class Bench:
     def __init__(self, mode, client, decide, ports, cert):
         self.m = MODES[mode]
+        self.perf_dir = None  # where --perf puts egressd's profiles
         self.client = client
         self.decide = decide
         self.ports = ports
@@ -634,7 +674,8 @@ class Bench:
                     if budget.left() < 5:
                         self.fail([name], target, "skipped: the run's time budget ran out")
                         continue
-                    fn(target, rep)
+                    with Profile(self, target, name, rep):
+                        fn(target, rep)
             if self.decide is not None and "egressd" in self.targets and budget.left() > 5:
                 self.fig_decide(rep)
         # Added latency per repetition, each against DIRECT of the same repetition.
@@ -761,6 +802,9 @@ def main():
     ap.add_argument("--no-install", action="store_true", help="never run apt-get")
     ap.add_argument("--out", default=None, help="results folder (default bench/out/STAMP)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (configs, logs)")
+    ap.add_argument("--perf", action="store_true",
+                    help="profile egressd with perf record during each figure (into the results "
+                    "folder); the profiler's own cost lowers egressd's figures in that run")
     args = ap.parse_args()
 
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -793,6 +837,10 @@ def main():
         cert = os.path.join(tmp, "origin-cert.pem")
         start_nginx(tmp, ports)
         bench = Bench(mode, client, decide, ports, cert)
+        if args.perf:
+            if which("perf") is None:
+                raise SystemExit("bench: --perf needs perf (apt-get install linux-perf)")
+            bench.perf_dir = outdir
         for t in TARGETS:
             if t not in wanted:
                 bench.na[t] = "not selected (--targets)"
