@@ -28,7 +28,7 @@
 
 #include "allowlist/config.h"
 
-#define CACHE_MAX 10000    /* entries; the oldest is evicted beyond this */
+#define CACHE_MAX 10000    /* default entries; the oldest is evicted beyond this */
 #define CACHE_BUCKETS 4096 /* power of two */
 #define TTL_MAX 3600       /* seconds: a long TTL must not pin an address for days */
 #define TTL_MIN 1          /* seconds: a TTL of 0 still coalesces a burst of connections */
@@ -86,6 +86,7 @@ struct dns_resolver {
 	struct dns_cache_entry *buckets[CACHE_BUCKETS];
 	struct dns_cache_entry *oldest, *newest;
 	size_t ncache;
+	size_t cache_max;
 	int destroying;                  /* c-ares callbacks during ares_destroy() only free */
 };
 
@@ -161,7 +162,9 @@ static void cache_put(struct dns_resolver *r, const char *name, enum dns_status 
 	struct dns_cache_entry *old = cache_find(r, name);
 	if (old)
 		cache_remove(r, old);
-	while (r->ncache >= CACHE_MAX && r->oldest)
+	if (r->cache_max == 0)
+		return;
+	while (r->ncache >= r->cache_max && r->oldest)
 		cache_remove(r, r->oldest);
 	size_t len = strlen(name);
 	struct dns_cache_entry *e = calloc(1, sizeof *e + len + 1);
@@ -509,6 +512,7 @@ struct dns_resolver *dns_resolver_new(struct event_base *base, const struct allo
 		return NULL;
 	}
 	r->base = base;
+	r->cache_max = CACHE_MAX;
 	r->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : TIMEOUT_DEFAULT_MS;
 	if (cfg->nhosts) {
 		r->hosts = calloc(cfg->nhosts, sizeof *r->hosts);
@@ -642,6 +646,13 @@ struct dns_query *dns_resolve(struct dns_resolver *r, const char *name, dns_cb c
 		timer_update(r);
 	}
 	return q;
+}
+
+void dns_resolver_set_cache_max(struct dns_resolver *r, size_t max)
+{
+	r->cache_max = max;
+	while (r->ncache > max && r->oldest)
+		cache_remove(r, r->oldest);
 }
 
 void dns_query_cancel(struct dns_query *q)

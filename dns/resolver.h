@@ -50,6 +50,10 @@ struct dns_query *dns_resolve(struct dns_resolver *r, const char *name, dns_cb c
 /* Cancels a pending query: its callback will not run.  The handle is invalid afterwards. */
 void dns_query_cancel(struct dns_query *q);
 
+/* Limits the cache to max entries (default 10,000), evicting the oldest at once if it holds
+ * more; 0 turns the cache off. */
+void dns_resolver_set_cache_max(struct dns_resolver *r, size_t max);
+
 /* Frees the resolver.  Pending queries are dropped: their callbacks never run. */
 void dns_resolver_free(struct dns_resolver *r);
 

@@ -23,6 +23,7 @@
 #include "dns/resolver.h"
 
 #define QTYPE_A 1
+#define QTYPE_CNAME 5
 #define QTYPE_AAAA 28
 #define RCODE_SERVFAIL 2
 #define RCODE_NXDOMAIN 3
@@ -47,6 +48,8 @@ static const struct record zone[] = {
 	{"many.test", QTYPE_A, "192.0.2.3", 300},
 	{"cancelled.test", QTYPE_A, "192.0.2.50", 300},
 	{"pending.test", QTYPE_A, "192.0.2.60", 300},
+	{"alias.test", QTYPE_CNAME, "target.test", 30},
+	{"target.test", QTYPE_A, "192.0.2.70", 300},
 };
 static const char *const servfail_names[] = {"fail.test"};
 static const char *const silent_names[] = {"silent.test", "silent2.test"};
@@ -138,8 +141,37 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
 		rcode = RCODE_SERVFAIL;
 	memcpy(out, q, qend);
 	size_t len = qend, an = 0;
+	unsigned owner = 0xc00c; /* the answers' name: a pointer to the question's */
+	const char *lookup = name;
 	for (size_t i = 0; rcode == 0 && i < sizeof zone / sizeof zone[0]; i++) {
-		if (strcmp(zone[i].name, name) != 0)
+		if (strcmp(zone[i].name, lookup) != 0 || zone[i].qtype != QTYPE_CNAME)
+			continue;
+		/* alias: the CNAME, then the target's records under the target's name */
+		found = 1;
+		put16(out + len, owner);
+		put16(out + len + 2, QTYPE_CNAME);
+		put16(out + len + 4, 1);
+		put16(out + len + 6, zone[i].ttl >> 16);
+		put16(out + len + 8, zone[i].ttl & 0xffff);
+		size_t rd = len + 12, w = rd;
+		for (const char *lab = zone[i].addr; *lab;) {
+			const char *dot = strchr(lab, '.');
+			size_t l = dot ? (size_t)(dot - lab) : strlen(lab);
+			out[w++] = (uint8_t)l;
+			memcpy(out + w, lab, l);
+			w += l;
+			lab += l + (dot ? 1 : 0);
+		}
+		out[w++] = 0;
+		put16(out + len + 10, (unsigned)(w - rd));
+		owner = 0xc000 | (unsigned)rd;
+		lookup = zone[i].addr;
+		len = w;
+		an++;
+		break;
+	}
+	for (size_t i = 0; rcode == 0 && i < sizeof zone / sizeof zone[0]; i++) {
+		if (strcmp(zone[i].name, lookup) != 0)
 			continue;
 		found = 1;
 		if (zone[i].qtype != qtype)
@@ -147,7 +179,7 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
 		uint8_t rd[16];
 		size_t rdlen = qtype == QTYPE_A ? 4 : 16;
 		assert_int_equal(inet_pton(qtype == QTYPE_A ? AF_INET : AF_INET6, zone[i].addr, rd), 1);
-		put16(out + len, 0xc00c); /* the name: a pointer to the question's */
+		put16(out + len, owner);
 		put16(out + len + 2, (unsigned)qtype);
 		put16(out + len + 4, 1);
 		put16(out + len + 6, zone[i].ttl >> 16);
@@ -470,6 +502,7 @@ static void test_no_etc_hosts(void **state)
 	struct fixture *fx = fixture_new(2000);
 	struct result lh = {0}, listed = {0};
 	dns_resolve(fx->r, "localhost", on_answer, &lh);
+	assert_int_equal(lh.calls, 0); /* c-ares ends it at once; we still wait for the loop */
 	run_until(fx, &lh.calls, 1, 3000);
 	assert_int_equal(lh.calls, 1);
 	assert_int_not_equal(lh.status, DNS_OK);
@@ -657,6 +690,64 @@ static void test_bad_servers(void **state)
 	event_base_free(base);
 }
 
+/* A CNAME chain: the target's addresses, and the smallest TTL along the chain. */
+static void test_cname(void **state)
+{
+	(void)state;
+	struct fixture *fx = fixture_new(2000);
+	struct result res = {0};
+	dns_resolve(fx->r, "alias.test", on_answer, &res);
+	run_until(fx, &res.calls, 1, 3000);
+	assert_int_equal(res.status, DNS_OK);
+	assert_int_equal(res.ans.n, 1);
+	assert_addr(&res.ans.addrs[0], "192.0.2.70");
+	assert_int_equal(res.ans.ttl, 30);
+	fixture_free(fx);
+}
+
+/* The cache holds at most its limit and evicts the oldest entry first. */
+static void test_cache_eviction(void **state)
+{
+	(void)state;
+	struct fixture *fx = fixture_new(2000);
+	dns_resolver_set_cache_max(fx->r, 2);
+	static const char *const names[] = {"a.test", "both.test", "v6.test"};
+	for (size_t i = 0; i < 3; i++) {
+		struct result res = {0};
+		dns_resolve(fx->r, names[i], on_answer, &res);
+		run_until(fx, &res.calls, 1, 3000);
+		assert_int_equal(res.status, DNS_OK);
+		assert_int_equal(res.ans.source, 0);
+	}
+	/* both.test and v6.test are cached; a.test, the oldest, was evicted */
+	int asked[3];
+	for (size_t i = 0; i < 3; i++)
+		asked[i] = fake_count(&fx->fake, names[i]);
+	struct result r2 = {0}, r3 = {0}, r1 = {0};
+	dns_resolve(fx->r, names[1], on_answer, &r2);
+	dns_resolve(fx->r, names[2], on_answer, &r3);
+	run_until(fx, &r2.calls, 1, 3000);
+	run_until(fx, &r3.calls, 1, 3000);
+	assert_int_equal(r2.ans.source, 2);
+	assert_int_equal(r3.ans.source, 2);
+	dns_resolve(fx->r, names[0], on_answer, &r1);
+	run_until(fx, &r1.calls, 1, 3000);
+	assert_int_equal(r1.status, DNS_OK);
+	assert_int_equal(r1.ans.source, 0);
+	assert_true(fake_count(&fx->fake, names[0]) > asked[0]);
+	assert_int_equal(fake_count(&fx->fake, names[1]), asked[1]);
+	assert_int_equal(fake_count(&fx->fake, names[2]), asked[2]);
+
+	/* a limit of 0 turns the cache off */
+	dns_resolver_set_cache_max(fx->r, 0);
+	struct result r4 = {0};
+	dns_resolve(fx->r, names[1], on_answer, &r4);
+	run_until(fx, &r4.calls, 1, 3000);
+	assert_int_equal(r4.ans.source, 0);
+	assert_true(fake_count(&fx->fake, names[1]) > asked[1]);
+	fixture_free(fx);
+}
+
 static void test_status_str(void **state)
 {
 	(void)state;
@@ -672,6 +763,8 @@ int main(void)
 		cmocka_unit_test(test_static_hosts),
 		cmocka_unit_test(test_real_answer),
 		cmocka_unit_test(test_both_families),
+		cmocka_unit_test(test_cname),
+		cmocka_unit_test(test_cache_eviction),
 		cmocka_unit_test(test_cache_ttl),
 		cmocka_unit_test(test_nxdomain),
 		cmocka_unit_test(test_servfail),
