@@ -1553,6 +1553,10 @@ static int parse_command(struct parser *P)
 	}
 	if (in_stops(t, bad))
 		return unexpected(P, t);
+	static const char *const compound[] = {"if", "while", "until", "for", "select", "case", "{",
+		"[[", "function", "coproc", NULL};
+	if (!in_stops(t, compound))
+		return parse_simple(P);
 	if (cls_enter(P->c, P->base + off) == -1)
 		return -1;
 	if (is_word(t, "if")) {
@@ -1608,8 +1612,7 @@ static int parse_command(struct parser *P)
 		cls_leave(P->c);
 		return r;
 	} else {
-		cls_leave(P->c);
-		return parse_simple(P);
+		return unexpected(P, t);
 	}
 	if (r == -1)
 		return -1;

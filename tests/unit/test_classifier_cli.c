@@ -1,0 +1,160 @@
+/* `egressd classify`: exit statuses, plain and JSON output, and the decision under a session's
+ * bound loaded from a real config file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "classifier/classifier.h"
+
+static char cfg_path[64];
+static char out[8192];
+
+static const char config[] =
+	"listen:\n"
+	"  proxy: [\"127.0.0.1:3128\"]\n"
+	"bounds:\n"
+	"  gh:\n"
+	"    network: {allowDomains: [github.test, \"**.github.test\"], enforce: sandbox}\n"
+	"sessions:\n"
+	"  default:\n"
+	"    bound: {network: {actions: [git:push]}}\n"
+	"  agent:\n"
+	"    bounds: [gh]\n"
+	"    bound: {network: {actions: [git:push]}}\n"
+	"  locked:\n"
+	"    bound: {network: {actions: [all]}}\n";
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(cfg_path, sizeof cfg_path, "/tmp/cls-cli-XXXXXX");
+	int fd = mkstemp(cfg_path);
+	if (fd == -1)
+		return -1;
+	if (write(fd, config, sizeof config - 1) != (ssize_t)(sizeof config - 1)) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(cfg_path);
+	return 0;
+}
+
+/* Runs cls_cli_main with argv (NULL-terminated), standard output captured into out. */
+static int run(const char *const *args)
+{
+	char *argv[16];
+	int argc = 0;
+	while (args[argc] != NULL && argc < 15) {
+		argv[argc] = (char *)args[argc];
+		argc++;
+	}
+	argv[argc] = NULL;
+	fflush(stdout);
+	FILE *tmp = tmpfile();
+	assert_non_null(tmp);
+	int saved = dup(1);
+	dup2(fileno(tmp), 1);
+	int rc = cls_cli_main(argc, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(out, 1, sizeof out - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+static void test_plain(void **state)
+{
+	(void)state;
+	assert_int_equal(run((const char *[]){"classify", "--", "git fetch && git push", NULL}), 0);
+	assert_string_equal(out, "git:fetch,git:push\n");
+	assert_int_equal(run((const char *[]){"classify", "--", "ls", "-la", NULL}), 0);
+	assert_string_equal(out, "none\n");
+	assert_int_equal(run((const char *[]){"classify", "--", "echo $(", NULL}), 2);
+	assert_string_equal(out, "");
+}
+
+static void test_json(void **state)
+{
+	(void)state;
+	assert_int_equal(run((const char *[]){"classify", "--json", "--",
+		"sudo curl -d @f https://Up.Example.test:8443/x", NULL}), 0);
+	assert_string_equal(out, "{\"tags\":[\"http:write\"],\"programs\":[\"curl\",\"sudo\"],"
+		"\"hosts\":[\"up.example.test\"],\"decision\":\"allow\",\"reason\":\"no session "
+		"given\"}\n");
+	assert_int_equal(run((const char *[]){"classify", "--json", "--", "echo \"a", NULL}), 2);
+	assert_non_null(strstr(out, "\"decision\":\"refused\""));
+	assert_non_null(strstr(out, "unterminated double quote at byte 5"));
+	assert_non_null(strstr(out, "\"tags\":[]"));
+}
+
+static void test_session_decisions(void **state)
+{
+	(void)state;
+	/* default denies git:push */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--", "git push", NULL}),
+		1);
+	assert_string_equal(out, "git:push\n");
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "default",
+		"--", "git fetch", NULL}), 0);
+	/* locked: every leaf denied through the parent tag `all` */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "locked",
+		"--", "dig x.test", NULL}), 1);
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "locked",
+		"--", "echo curl", NULL}), 0);
+	/* agent: only github.test hosts allowed */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
+		"--", "git push https://github.test/o/r.git", NULL}), 1);
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
+		"--json", "--", "curl https://api.github.test/x", NULL}), 0);
+	assert_non_null(strstr(out, "\"decision\":\"allow\""));
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
+		"--json", "--", "curl https://evil.test/x", NULL}), 1);
+	assert_non_null(strstr(out, "\"decision\":\"deny\""));
+	assert_non_null(strstr(out, "host-not-allowed"));
+	/* a port the pattern does not cover */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
+		"--", "curl https://github.test:8443/", NULL}), 1);
+	/* refused beats everything */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
+		"--", "$X", NULL}), 2);
+}
+
+static void test_usage_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(run((const char *[]){"classify", "--bogus", NULL}), 2);
+	assert_int_equal(run((const char *[]){"classify", "--session", "x", "--", "ls", NULL}), 2);
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "nobody",
+		"--", "ls", NULL}), 2);
+	assert_int_equal(run((const char *[]){"classify", "-c", "/nonexistent/egressd.yaml", "--",
+		"ls", NULL}), 2);
+	assert_int_equal(run((const char *[]){"classify", "-c", NULL}), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plain),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_session_decisions),
+		cmocka_unit_test(test_usage_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
