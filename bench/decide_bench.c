@@ -1,7 +1,7 @@
 /* decide_bench: the cost of one policy decision with 10, 1,000 and 100,000 allowDomains patterns
  * (figure 5 of bench/run).
  *
- *   decide_bench [--seconds S] [COUNT...]     (default counts: 10 1000 100000)
+ *   decide_bench [--seconds S] [--hot N] [COUNT...]     (default counts: 10 1000 100000)
  *
  * One decision is what egressd does between reading a CONNECT line and dialling: canonicalise
  * the authority (allow_canon_authority) and decide it (allow_decide).  Half the patterns are
@@ -61,16 +61,21 @@ static int db_build(struct allow_bound *b, long count)
 }
 
 /* Destinations for a bound of `count` patterns: a quarter each of exact hits, wildcard hits,
- * misses and origin.test on an arbitrary port. */
-static void db_dests(struct db_dest *d, long count)
+ * misses and origin.test on an arbitrary port.  They name patterns among the first `hot` (0:
+ * all), so a small hot set keeps the working set in cache whatever the count: the difference
+ * between the two shows what is memory latency and what would be the lookup itself. */
+static void db_dests(struct db_dest *d, long count, long hot)
 {
+	long spread = count - 1;
 	unsigned long seed = 12345;
 
+	if (hot > 0 && hot < spread)
+		spread = hot;
 	for (long i = 0; i < DB_DESTS; i++) {
 		long k;
 
 		seed = seed * 6364136223846793005UL + 1442695040888963407UL;
-		k = count > 1 ? (long)((seed >> 33) % (unsigned long)(count - 1)) : 0;
+		k = spread > 0 ? (long)((seed >> 33) % (unsigned long)spread) : 0;
 		switch (i % 4) {
 		case 0: /* an exact pattern is always at an even index */
 			k -= k % 2;
@@ -148,7 +153,7 @@ static int db_cmp_double(const void *a, const void *b)
 
 /* Builds every case, then runs trials round-robin for `seconds` per case and prints one JSON
  * line per case: the best trial (the figure least disturbed by other load) and the median. */
-static int db_run(struct db_case *cases, int ncases, double seconds)
+static int db_run(struct db_case *cases, int ncases, double seconds, long hot)
 {
 	int rc = 0, rounds = (int)(seconds / DB_TRIAL_S);
 
@@ -162,7 +167,7 @@ static int db_run(struct db_case *cases, int ncases, double seconds)
 		if (db_build(&cases[i].bound, cases[i].count) == -1)
 			return -1;
 		cases[i].build_s = db_now() - t0;
-		db_dests(cases[i].dests, cases[i].count);
+		db_dests(cases[i].dests, cases[i].count, hot);
 	}
 	for (int r = 0; r < rounds; r++)
 		for (int i = 0; i < ncases; i++)
@@ -187,15 +192,18 @@ int main(int argc, char **argv)
 	long counts[16] = {10, 1000, 100000};
 	int ncounts = 3, given = 0, rc = 0;
 	double seconds = 1.0;
+	long hot = 0;
 	struct db_case *cases;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
 			seconds = strtod(argv[++i], NULL);
+		} else if (strcmp(argv[i], "--hot") == 0 && i + 1 < argc) {
+			hot = strtol(argv[++i], NULL, 10);
 		} else if (given < 16 && strtol(argv[i], NULL, 10) > 0) {
 			counts[given++] = strtol(argv[i], NULL, 10);
 		} else {
-			fprintf(stderr, "usage: decide_bench [--seconds S] [COUNT...]\n");
+			fprintf(stderr, "usage: decide_bench [--seconds S] [--hot N] [COUNT...]\n");
 			return 2;
 		}
 	}
@@ -206,7 +214,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (int i = 0; i < ncounts; i++)
 		cases[i].count = counts[i];
-	if (db_run(cases, ncounts, seconds) == -1)
+	if (db_run(cases, ncounts, seconds, hot) == -1)
 		rc = 1;
 	for (int i = 0; i < ncounts; i++)
 		allow_bound_free(&cases[i].bound);
