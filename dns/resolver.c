@@ -34,6 +34,7 @@
 #define TTL_MIN 1          /* seconds: a TTL of 0 still coalesces a burst of connections */
 #define NEG_TTL 5          /* seconds an NXDOMAIN is remembered */
 #define TIMEOUT_DEFAULT_MS 5000
+#define TIMEOUT_MAX_MS 3600000u
 
 struct dns_cache_entry {
 	struct dns_cache_entry *hnext;          /* bucket chain */
@@ -393,7 +394,8 @@ static void lookup_done(void *arg, int status, int timeouts, struct ares_addrinf
 	struct dns_resolver *r = l->r;
 	if (r->destroying) {
 		lookup_free(l);
-		ares_freeaddrinfo(res);
+		if (res)
+			ares_freeaddrinfo(res);
 		return;
 	}
 	struct dns_answer ans;
@@ -412,7 +414,8 @@ static void lookup_done(void *arg, int status, int timeouts, struct ares_addrinf
 	while (l->waiters)
 		query_finish(l->waiters, st, &ans);
 	lookup_free(l);
-	ares_freeaddrinfo(res);
+	if (res)
+		ares_freeaddrinfo(res);
 }
 
 /* ---- public --------------------------------------------------------------------------------- */
@@ -514,6 +517,8 @@ struct dns_resolver *dns_resolver_new(struct event_base *base, const struct allo
 	r->base = base;
 	r->cache_max = CACHE_MAX;
 	r->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : TIMEOUT_DEFAULT_MS;
+	if (r->timeout_ms > TIMEOUT_MAX_MS)
+		r->timeout_ms = TIMEOUT_MAX_MS; /* c-ares takes an int of milliseconds */
 	if (cfg->nhosts) {
 		r->hosts = calloc(cfg->nhosts, sizeof *r->hosts);
 		if (r->hosts == NULL)
