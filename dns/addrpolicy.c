@@ -23,34 +23,34 @@ struct denied_range {
 /* More specific entries come before the ranges that contain them, so the reason names the
  * specific purpose (cloud metadata inside link-local, broadcast inside reserved). */
 static const struct denied_range denied_v4[] = {
-	{AF_INET, {169, 254, 169, 254}, 32, "cloud metadata 169.254.169.254"},
-	{AF_INET, {100, 100, 100, 200}, 32, "cloud metadata 100.100.100.200"},
-	{AF_INET, {255, 255, 255, 255}, 32, "broadcast 255.255.255.255"},
-	{AF_INET, {0, 0, 0, 0}, 8, "this network 0.0.0.0/8"},
-	{AF_INET, {10, 0, 0, 0}, 8, "private 10.0.0.0/8"},
-	{AF_INET, {172, 16, 0, 0}, 12, "private 172.16.0.0/12"},
-	{AF_INET, {192, 168, 0, 0}, 16, "private 192.168.0.0/16"},
-	{AF_INET, {100, 64, 0, 0}, 10, "CGNAT 100.64.0.0/10"},
-	{AF_INET, {127, 0, 0, 0}, 8, "loopback 127.0.0.0/8"},
-	{AF_INET, {169, 254, 0, 0}, 16, "link-local 169.254.0.0/16"},
-	{AF_INET, {192, 0, 0, 0}, 24, "IETF protocol assignments 192.0.0.0/24"},
-	{AF_INET, {192, 0, 2, 0}, 24, "documentation 192.0.2.0/24"},
-	{AF_INET, {198, 51, 100, 0}, 24, "documentation 198.51.100.0/24"},
-	{AF_INET, {203, 0, 113, 0}, 24, "documentation 203.0.113.0/24"},
-	{AF_INET, {198, 18, 0, 0}, 15, "benchmarking 198.18.0.0/15"},
-	{AF_INET, {224, 0, 0, 0}, 4, "multicast 224.0.0.0/4"},
-	{AF_INET, {240, 0, 0, 0}, 4, "reserved 240.0.0.0/4"},
+        {AF_INET, {169, 254, 169, 254}, 32, "cloud metadata 169.254.169.254"},
+        {AF_INET, {100, 100, 100, 200}, 32, "cloud metadata 100.100.100.200"},
+        {AF_INET, {255, 255, 255, 255}, 32, "broadcast 255.255.255.255"},
+        {AF_INET, {0, 0, 0, 0}, 8, "this network 0.0.0.0/8"},
+        {AF_INET, {10, 0, 0, 0}, 8, "private 10.0.0.0/8"},
+        {AF_INET, {172, 16, 0, 0}, 12, "private 172.16.0.0/12"},
+        {AF_INET, {192, 168, 0, 0}, 16, "private 192.168.0.0/16"},
+        {AF_INET, {100, 64, 0, 0}, 10, "CGNAT 100.64.0.0/10"},
+        {AF_INET, {127, 0, 0, 0}, 8, "loopback 127.0.0.0/8"},
+        {AF_INET, {169, 254, 0, 0}, 16, "link-local 169.254.0.0/16"},
+        {AF_INET, {192, 0, 0, 0}, 24, "IETF protocol assignments 192.0.0.0/24"},
+        {AF_INET, {192, 0, 2, 0}, 24, "documentation 192.0.2.0/24"},
+        {AF_INET, {198, 51, 100, 0}, 24, "documentation 198.51.100.0/24"},
+        {AF_INET, {203, 0, 113, 0}, 24, "documentation 203.0.113.0/24"},
+        {AF_INET, {198, 18, 0, 0}, 15, "benchmarking 198.18.0.0/15"},
+        {AF_INET, {224, 0, 0, 0}, 4, "multicast 224.0.0.0/4"},
+        {AF_INET, {240, 0, 0, 0}, 4, "reserved 240.0.0.0/4"},
 };
 
 static const struct denied_range denied_v6[] = {
-	{AF_INET6, {0}, 128, "unspecified ::"},
-	{AF_INET6, {[15] = 1}, 128, "loopback ::1"},
-	{AF_INET6, {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, 128,
-		"cloud metadata fd00:ec2::254"},
-	{AF_INET6, {0xfc}, 7, "unique local fc00::/7"},
-	{AF_INET6, {0xfe, 0x80}, 10, "link-local fe80::/10"},
-	{AF_INET6, {0xff}, 8, "multicast ff00::/8"},
-	{AF_INET6, {0x20, 0x01, 0x0d, 0xb8}, 32, "documentation 2001:db8::/32"},
+        {AF_INET6, {0}, 128, "unspecified ::"},
+        {AF_INET6, {[15] = 1}, 128, "loopback ::1"},
+        {AF_INET6, {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, 128,
+                "cloud metadata fd00:ec2::254"},
+        {AF_INET6, {0xfc}, 7, "unique local fc00::/7"},
+        {AF_INET6, {0xfe, 0x80}, 10, "link-local fe80::/10"},
+        {AF_INET6, {0xff}, 8, "multicast ff00::/8"},
+        {AF_INET6, {0x20, 0x01, 0x0d, 0xb8}, 32, "documentation 2001:db8::/32"},
 };
 
 /* 1 when the first `prefix` bits of a and b agree. */
@@ -69,15 +69,15 @@ static const char *table_match(int family, const uint8_t *addr)
 {
 	const struct denied_range *t = family == AF_INET ? denied_v4 : denied_v6;
 	size_t n = family == AF_INET ? sizeof denied_v4 / sizeof denied_v4[0]
-				     : sizeof denied_v6 / sizeof denied_v6[0];
+	                             : sizeof denied_v6 / sizeof denied_v6[0];
 	for (size_t i = 0; i < n; i++)
 		if (prefix_match(addr, t[i].addr, t[i].prefix))
 			return t[i].why;
 	return NULL;
 }
 
-static const struct allow_cidr *list_match(const struct allow_cidr *list, size_t n, int family,
-	const uint8_t *addr)
+static const struct allow_cidr *list_match(
+        const struct allow_cidr *list, size_t n, int family, const uint8_t *addr)
 {
 	if (list == NULL)
 		return NULL;
@@ -107,15 +107,16 @@ const char *dns_addr_embedded_v4(const uint8_t v6[16], uint8_t v4[4])
 		return "IPv4-translated";
 	}
 	if (memcmp(v6, zero, 12) == 0) {
-		/* :: and ::1 are the IPv6 unspecified and loopback addresses, not 0.0.0.0/0.0.0.1. */
+		/* :: and ::1 are the IPv6 unspecified and loopback addresses, not 0.0.0.0/0.0.0.1.
+		 */
 		if (v6[12] == 0 && v6[13] == 0 && v6[14] == 0 && v6[15] <= 1)
 			return NULL;
 		memcpy(v4, v6 + 12, 4);
 		return "IPv4-compatible";
 	}
 	if (memcmp(v6, nat64, 12) == 0 || memcmp(v6, nat64_local, 6) == 0) {
-		/* RFC 8215 local-use prefixes are at most /48 and embed the IPv4 address in the last
-		 * 32 bits as the well-known /96 does. */
+		/* RFC 8215 local-use prefixes are at most /48 and embed the IPv4 address in the
+		 * last 32 bits as the well-known /96 does. */
 		memcpy(v4, v6 + 12, 4);
 		return "NAT64";
 	}
@@ -146,8 +147,8 @@ static const char *scheme_range(const char *scheme)
 	return NULL;
 }
 
-static void put_why(char *why, size_t whylen, const char *what, const struct allow_cidr *c,
-	const char *suffix)
+static void put_why(
+        char *why, size_t whylen, const char *what, const struct allow_cidr *c, const char *suffix)
 {
 	if (why == NULL || whylen == 0)
 		return;
@@ -160,7 +161,7 @@ static void put_why(char *why, size_t whylen, const char *what, const struct all
 /* Judges a bare address against denyAddresses, then against the table with allowAddresses as
  * exceptions.  suffix is appended to the reason (it says where an embedded address came from). */
 static int judge_plain(const struct dns_addr_policy *p, int family, const uint8_t *addr,
-	const char *suffix, char *why, size_t whylen)
+        const char *suffix, char *why, size_t whylen)
 {
 	const struct allow_cidr *c = list_match(p->deny, p->ndeny, family, addr);
 	if (c != NULL) {
@@ -197,8 +198,8 @@ static size_t embedded_all(const uint8_t v6[16], uint8_t v4[2][4], char suffix[2
 	return 2;
 }
 
-int dns_addr_judge(const struct dns_addr_policy *p, int family, const uint8_t *addr, char *why,
-	size_t whylen)
+int dns_addr_judge(
+        const struct dns_addr_policy *p, int family, const uint8_t *addr, char *why, size_t whylen)
 {
 	static const struct dns_addr_policy none;
 	if (p == NULL)

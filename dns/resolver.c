@@ -37,19 +37,19 @@
 #define TIMEOUT_MAX_MS 3600000u
 
 struct dns_cache_entry {
-	struct dns_cache_entry *hnext;          /* bucket chain */
-	struct dns_cache_entry *older, *newer;  /* insertion order, for eviction */
-	uint64_t expires_ms;                    /* monotonic */
-	enum dns_status status;                 /* DNS_OK or DNS_NXDOMAIN */
+	struct dns_cache_entry *hnext;         /* bucket chain */
+	struct dns_cache_entry *older, *newer; /* insertion order, for eviction */
+	uint64_t expires_ms;                   /* monotonic */
+	enum dns_status status;                /* DNS_OK or DNS_NXDOMAIN */
 	struct dns_answer ans;
 	char name[];
 };
 
 struct dns_lookup {
 	struct dns_resolver *r;
-	struct dns_lookup *prev, *next;  /* r->lookups */
-	struct dns_query *waiters;       /* queries waiting for this answer */
-	int joinable;                    /* 0 once a waiter timed out: new queries start afresh */
+	struct dns_lookup *prev, *next; /* r->lookups */
+	struct dns_query *waiters;      /* queries waiting for this answer */
+	int joinable;                   /* 0 once a waiter timed out: new queries start afresh */
 	char name[];
 };
 
@@ -88,7 +88,7 @@ struct dns_resolver {
 	struct dns_cache_entry *oldest, *newest;
 	size_t ncache;
 	size_t cache_max;
-	int destroying;                  /* c-ares callbacks during ares_destroy() only free */
+	int destroying; /* c-ares callbacks during ares_destroy() only free */
 };
 
 const char *dns_status_str(enum dns_status s)
@@ -158,7 +158,7 @@ static struct dns_cache_entry *cache_find(struct dns_resolver *r, const char *na
 
 /* Remembers a result for ttl seconds.  Allocation failure only loses the cache entry. */
 static void cache_put(struct dns_resolver *r, const char *name, enum dns_status status,
-	const struct dns_answer *ans, uint32_t ttl)
+        const struct dns_answer *ans, uint32_t ttl)
 {
 	struct dns_cache_entry *old = cache_find(r, name);
 	if (old)
@@ -282,7 +282,7 @@ static void sock_event(evutil_socket_t fd, short what, void *arg)
 	struct dns_resolver *r = s->r;
 	/* s may be freed inside ares_process_fd (c-ares closes the socket): use only r after. */
 	ares_process_fd(r->channel, (what & EV_READ) ? fd : ARES_SOCKET_BAD,
-		(what & EV_WRITE) ? fd : ARES_SOCKET_BAD);
+	        (what & EV_WRITE) ? fd : ARES_SOCKET_BAD);
 	timer_update(r);
 }
 
@@ -350,10 +350,12 @@ static void fill_answer(const struct ares_addrinfo *res, struct dns_answer *ans)
 				break;
 			struct dns_addr *a = &ans->addrs[ans->n];
 			if (n->ai_family == AF_INET) {
-				const struct sockaddr_in *sin = (const struct sockaddr_in *)n->ai_addr;
+				const struct sockaddr_in *sin =
+				        (const struct sockaddr_in *)n->ai_addr;
 				memcpy(a->addr, &sin->sin_addr, 4);
 			} else {
-				const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)n->ai_addr;
+				const struct sockaddr_in6 *sin6 =
+				        (const struct sockaddr_in6 *)n->ai_addr;
 				memcpy(a->addr, &sin6->sin6_addr, 16);
 			}
 			a->family = n->ai_family;
@@ -471,8 +473,8 @@ static int parse_server(const char *in, struct ares_addr_port_node *out)
 	return 0;
 }
 
-static int set_servers(struct dns_resolver *r, const struct allow_dns_config *cfg, char *err,
-	size_t errlen)
+static int set_servers(
+        struct dns_resolver *r, const struct allow_dns_config *cfg, char *err, size_t errlen)
 {
 	struct ares_addr_port_node *nodes = calloc(cfg->nservers, sizeof *nodes);
 	if (nodes == NULL) {
@@ -482,7 +484,7 @@ static int set_servers(struct dns_resolver *r, const struct allow_dns_config *cf
 	for (size_t i = 0; i < cfg->nservers; i++) {
 		if (cfg->servers[i] == NULL || parse_server(cfg->servers[i], &nodes[i]) == -1) {
 			snprintf(err, errlen, "dns.servers: not an address or address:port: \"%s\"",
-				cfg->servers[i] ? cfg->servers[i] : "");
+			        cfg->servers[i] ? cfg->servers[i] : "");
 			free(nodes);
 			return -1;
 		}
@@ -497,8 +499,8 @@ static int set_servers(struct dns_resolver *r, const struct allow_dns_config *cf
 	return 0;
 }
 
-struct dns_resolver *dns_resolver_new(struct event_base *base, const struct allow_dns_config *cfg,
-	char *err, size_t errlen)
+struct dns_resolver *dns_resolver_new(
+        struct event_base *base, const struct allow_dns_config *cfg, char *err, size_t errlen)
 {
 	static const struct allow_dns_config empty;
 	if (cfg == NULL)
@@ -545,7 +547,7 @@ struct dns_resolver *dns_resolver_new(struct event_base *base, const struct allo
 	opt.sock_state_cb = sock_state;
 	opt.sock_state_cb_data = r;
 	int mask = ARES_OPT_FLAGS | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS | ARES_OPT_TRIES |
-		ARES_OPT_TIMEOUTMS | ARES_OPT_SOCK_STATE_CB;
+	           ARES_OPT_TIMEOUTMS | ARES_OPT_SOCK_STATE_CB;
 	rc = ares_init_options(&r->channel, &opt, mask);
 	if (rc != ARES_SUCCESS) {
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
@@ -616,7 +618,8 @@ struct dns_query *dns_resolve(struct dns_resolver *r, const char *name, dns_cb c
 		return q;
 	}
 
-	struct timeval tv = {(time_t)(r->timeout_ms / 1000), (suseconds_t)(r->timeout_ms % 1000) * 1000};
+	struct timeval tv = {
+	        (time_t)(r->timeout_ms / 1000), (suseconds_t)(r->timeout_ms % 1000) * 1000};
 	struct dns_lookup *l = r->lookups;
 	while (l && (!l->joinable || strcmp(l->name, name) != 0))
 		l = l->next;

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(c.addr, data + off + 2, elen);
 		/* host bits cleared, as allow_cidr_parse guarantees */
 		for (size_t bit = c.prefix; bit < elen * 8; bit++)
-			c.addr[bit / 8] &= (uint8_t)~(0x80u >> (bit % 8));
+			c.addr[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
 		nv6 += (size_t)e6;
 		if (h & 0x80)
 			deny[ndeny++] = c;

@@ -37,19 +37,19 @@ struct record {
 
 /* The fake's zone.  Names not listed get NXDOMAIN, except those in the special lists below. */
 static const struct record zone[] = {
-	{"a.test", QTYPE_A, "192.0.2.10", 300},
-	{"both.test", QTYPE_A, "192.0.2.20", 300},
-	{"both.test", QTYPE_AAAA, "2001:db8::20", 60},
-	{"v6.test", QTYPE_AAAA, "2001:db8::6", 300},
-	{"short.test", QTYPE_A, "192.0.2.30", 1},
-	{"co.test", QTYPE_A, "192.0.2.40", 300},
-	{"many.test", QTYPE_A, "192.0.2.1", 300},
-	{"many.test", QTYPE_A, "192.0.2.2", 200},
-	{"many.test", QTYPE_A, "192.0.2.3", 300},
-	{"cancelled.test", QTYPE_A, "192.0.2.50", 300},
-	{"pending.test", QTYPE_A, "192.0.2.60", 300},
-	{"alias.test", QTYPE_CNAME, "target.test", 30},
-	{"target.test", QTYPE_A, "192.0.2.70", 300},
+        {"a.test", QTYPE_A, "192.0.2.10", 300},
+        {"both.test", QTYPE_A, "192.0.2.20", 300},
+        {"both.test", QTYPE_AAAA, "2001:db8::20", 60},
+        {"v6.test", QTYPE_AAAA, "2001:db8::6", 300},
+        {"short.test", QTYPE_A, "192.0.2.30", 1},
+        {"co.test", QTYPE_A, "192.0.2.40", 300},
+        {"many.test", QTYPE_A, "192.0.2.1", 300},
+        {"many.test", QTYPE_A, "192.0.2.2", 200},
+        {"many.test", QTYPE_A, "192.0.2.3", 300},
+        {"cancelled.test", QTYPE_A, "192.0.2.50", 300},
+        {"pending.test", QTYPE_A, "192.0.2.60", 300},
+        {"alias.test", QTYPE_CNAME, "target.test", 30},
+        {"target.test", QTYPE_A, "192.0.2.70", 300},
 };
 static const char *const servfail_names[] = {"fail.test"};
 static const char *const silent_names[] = {"silent.test", "silent2.test"};
@@ -178,7 +178,8 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
 			continue;
 		uint8_t rd[16];
 		size_t rdlen = qtype == QTYPE_A ? 4 : 16;
-		assert_int_equal(inet_pton(qtype == QTYPE_A ? AF_INET : AF_INET6, zone[i].addr, rd), 1);
+		assert_int_equal(
+		        inet_pton(qtype == QTYPE_A ? AF_INET : AF_INET6, zone[i].addr, rd), 1);
 		put16(out + len, owner);
 		put16(out + len + 2, (unsigned)qtype);
 		put16(out + len + 4, 1);
@@ -239,8 +240,8 @@ struct result {
 	enum dns_status status;
 	struct dns_answer ans;
 	uint64_t at_ms;
-	struct dns_query *cancel_me;   /* cancelled from inside the callback */
-	struct dns_resolver *free_me;  /* freed from inside the callback */
+	struct dns_query *cancel_me;  /* cancelled from inside the callback */
+	struct dns_resolver *free_me; /* freed from inside the callback */
 };
 
 static uint64_t now_ms(void)
@@ -286,7 +287,8 @@ static void add_host(struct allow_hosts_entry *h, const char *name, const char *
 	const char *in[2] = {a1, a2};
 	for (size_t i = 0; i < 2 && in[i]; i++) {
 		char err[128];
-		assert_int_equal(allow_cidr_parse(in[i], strlen(in[i]), &h->addrs[i], err, sizeof err), 0);
+		assert_int_equal(
+		        allow_cidr_parse(in[i], strlen(in[i]), &h->addrs[i], err, sizeof err), 0);
 		h->naddrs++;
 	}
 }
@@ -515,7 +517,8 @@ static void test_no_etc_hosts(void **state)
 		run_until(fx, &listed.calls, 1, 3000);
 		assert_int_equal(listed.calls, 1);
 		if (listed.status != DNS_NXDOMAIN)
-			fail_msg("%s (listed in /etc/hosts): status %s", name, dns_status_str(listed.status));
+			fail_msg("%s (listed in /etc/hosts): status %s", name,
+			        dns_status_str(listed.status));
 		assert_true(fake_count(&fx->fake, name) >= 1);
 	}
 	fixture_free(fx);
@@ -666,9 +669,9 @@ static void test_bad_servers(void **state)
 	(void)state;
 	struct event_base *base = event_base_new();
 	static const char *const bad[] = {"not-an-ip", "127.0.0.1:0", "127.0.0.1:65536", "[::1",
-		"[::1]x", "127.0.0.1:", "1.2.3.4:53a"};
-	static const char *const good[] = {"127.0.0.1", "127.0.0.1:5353", "[::1]:5353", "::1",
-		"[::1]"};
+	        "[::1]x", "127.0.0.1:", "1.2.3.4:53a"};
+	static const char *const good[] = {
+	        "127.0.0.1", "127.0.0.1:5353", "[::1]:5353", "::1", "[::1]"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *s[1] = {(char *)bad[i]};
 		struct allow_dns_config cfg = {.servers = s, .nservers = 1};
@@ -760,24 +763,24 @@ static void test_status_str(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_static_hosts),
-		cmocka_unit_test(test_real_answer),
-		cmocka_unit_test(test_both_families),
-		cmocka_unit_test(test_cname),
-		cmocka_unit_test(test_cache_eviction),
-		cmocka_unit_test(test_cache_ttl),
-		cmocka_unit_test(test_nxdomain),
-		cmocka_unit_test(test_servfail),
-		cmocka_unit_test(test_no_etc_hosts),
-		cmocka_unit_test(test_timeout),
-		cmocka_unit_test(test_cancel_before_answer),
-		cmocka_unit_test(test_cancel_from_callback),
-		cmocka_unit_test(test_coalesce),
-		cmocka_unit_test(test_free_with_pending),
-		cmocka_unit_test(test_free_from_callback),
-		cmocka_unit_test(test_bad_names),
-		cmocka_unit_test(test_bad_servers),
-		cmocka_unit_test(test_status_str),
+	        cmocka_unit_test(test_static_hosts),
+	        cmocka_unit_test(test_real_answer),
+	        cmocka_unit_test(test_both_families),
+	        cmocka_unit_test(test_cname),
+	        cmocka_unit_test(test_cache_eviction),
+	        cmocka_unit_test(test_cache_ttl),
+	        cmocka_unit_test(test_nxdomain),
+	        cmocka_unit_test(test_servfail),
+	        cmocka_unit_test(test_no_etc_hosts),
+	        cmocka_unit_test(test_timeout),
+	        cmocka_unit_test(test_cancel_before_answer),
+	        cmocka_unit_test(test_cancel_from_callback),
+	        cmocka_unit_test(test_coalesce),
+	        cmocka_unit_test(test_free_with_pending),
+	        cmocka_unit_test(test_free_from_callback),
+	        cmocka_unit_test(test_bad_names),
+	        cmocka_unit_test(test_bad_servers),
+	        cmocka_unit_test(test_status_str),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
