@@ -26,6 +26,9 @@
 
 #define CFG_MAX_ERRORS 100         /* beyond this the rest is noise: stop collecting */
 #define CFG_FILE_MAX (1024 * 1024) /* a config larger than this is a mistake, not a config */
+#define CFG_EMPTY_MSG                                                                              \
+	"the config is empty (expected a mapping with some of: listen, dns, limits, audit, "       \
+	"bounds, sessions)"
 #define DEFAULT_LISTEN_PROXY "127.0.0.1:3128"
 #define DEFAULT_AUDIT_PATH "audit.jsonl"
 
@@ -404,11 +407,6 @@ static int prescan(struct cfg_loader *ld, const char *buf, size_t len)
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&p);
-	if (ld->nerrs == before && !ld->oom && ndocs == 0) {
-		err_mark(ld, NULL,
-		        "the config is empty (expected a mapping with some of: listen, dns, "
-		        "limits, audit, bounds, sessions)");
-	}
 	return ld->nerrs == before && !ld->oom ? 0 : -1;
 }
 
@@ -560,6 +558,56 @@ static void errors_hand_over(struct cfg_loader *ld, struct allow_errors *errs)
 	errs->lines[errs->n] = NULL;
 }
 
+/* The document's root after both passes, or NULL (reported, or an empty document: *empty).
+ * The document stays loaded in *doc (ld->doc) until the caller deletes it. */
+static yaml_node_t *doc_load(struct cfg_loader *ld, const char *buf, size_t len,
+        yaml_document_t *doc, int *loaded, int *empty)
+{
+	*loaded = 0;
+	*empty = 0;
+	if (prescan(ld, buf, len) == -1)
+		return NULL;
+	yaml_parser_t p;
+	if (!yaml_parser_initialize(&p)) {
+		allow_cfg_err_oom(ld, NULL);
+		return NULL;
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	if (!yaml_parser_load(&p, doc)) {
+		syntax_error(ld, &p, buf, len);
+		yaml_parser_delete(&p);
+		return NULL;
+	}
+	yaml_parser_delete(&p);
+	*loaded = 1;
+	ld->doc = doc;
+	yaml_node_t *root = yaml_document_get_root_node(doc);
+	if (root == NULL || is_null(root)) {
+		*empty = 1;
+		return NULL;
+	}
+	return root;
+}
+
+/* Moves the named bounds into cfg, for sessions made later through the control API. */
+static int bounds_move(struct cfg_loader *ld)
+{
+	if (ld->nbounds == 0)
+		return 0;
+	ld->cfg->bounds = calloc(ld->nbounds, sizeof *ld->cfg->bounds);
+	if (ld->cfg->bounds == NULL)
+		return -1;
+	for (size_t i = 0; i < ld->nbounds; i++) {
+		struct cfg_named_bound *nb = &ld->bounds[i];
+		ld->cfg->bounds[i].name = nb->name;
+		ld->cfg->bounds[i].bound = nb->w.b;
+		nb->name = NULL;
+		nb->w.ready = 0;
+	}
+	ld->cfg->nbounds = ld->nbounds;
+	return 0;
+}
+
 static struct allow_config *load(
         const char *name, const char *buf, size_t len, struct allow_errors *errs)
 {
@@ -570,47 +618,32 @@ static struct allow_config *load(
 	ld.cfg = calloc(1, sizeof *ld.cfg);
 	if (ld.dir == NULL || ld.cfg == NULL || (ld.cfg->path = strdup(name)) == NULL) {
 		allow_cfg_err_oom(&ld, NULL);
-		goto out;
-	}
-	defaults_init(ld.cfg);
-	if (prescan(&ld, buf, len) == -1)
-		goto out;
-
-	yaml_parser_t p;
-	yaml_document_t doc;
-	if (!yaml_parser_initialize(&p)) {
-		allow_cfg_err_oom(&ld, NULL);
-		goto out;
-	}
-	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-	if (!yaml_parser_load(&p, &doc)) {
-		syntax_error(&ld, &p, buf, len);
-		yaml_parser_delete(&p);
-		goto out;
-	}
-	yaml_parser_delete(&p);
-	ld.doc = &doc;
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (root == NULL || is_null(root)) {
-		err_mark(&ld, NULL,
-		        "the config is empty (expected a mapping with some of: listen, "
-		        "dns, limits, audit, bounds, sessions)");
-	} else if (root->type != YAML_MAPPING_NODE) {
-		char q[CFG_QUOTE_BUF];
-		allow_cfg_err_at(&ld, root,
-		        "the top level must be a mapping (listen, dns, limits, audit, bounds, "
-		        "sessions), got %s",
-		        node_desc(root, q, sizeof q));
 	} else {
-		allow_cfg_walk(&ld, root, allow_cfg_top_keys, ld.cfg);
-		allow_cfg_sessions_finish(&ld);
+		defaults_init(ld.cfg);
+		yaml_document_t doc;
+		int loaded, empty;
+		yaml_node_t *root = doc_load(&ld, buf, len, &doc, &loaded, &empty);
+		if (empty) {
+			err_mark(&ld, NULL, "%s", CFG_EMPTY_MSG);
+		} else if (root != NULL && root->type != YAML_MAPPING_NODE) {
+			char q[CFG_QUOTE_BUF];
+			allow_cfg_err_at(&ld, root,
+			        "the top level must be a mapping (listen, dns, limits, audit, "
+			        "bounds, "
+			        "sessions), got %s",
+			        node_desc(root, q, sizeof q));
+		} else if (root != NULL) {
+			allow_cfg_walk(&ld, root, allow_cfg_top_keys, ld.cfg);
+			allow_cfg_sessions_finish(&ld);
+		}
+		if (loaded)
+			yaml_document_delete(&doc);
+		ld.doc = NULL;
+		if (ld.nerrs == 0 && !ld.oom &&
+		        (defaults_fill(ld.cfg) == -1 || sessions_move(&ld) == -1 ||
+		                bounds_move(&ld) == -1))
+			allow_cfg_err_oom(&ld, NULL);
 	}
-	yaml_document_delete(&doc);
-	ld.doc = NULL;
-	if (ld.nerrs == 0 && !ld.oom && (defaults_fill(ld.cfg) == -1 || sessions_move(&ld) == -1))
-		allow_cfg_err_oom(&ld, NULL);
-
-out:;
 	struct allow_config *cfg = ld.cfg;
 	if (ld.nerrs > 0 || ld.oom) {
 		allow_config_free(cfg);
@@ -619,6 +652,46 @@ out:;
 	errors_hand_over(&ld, errs);
 	loader_free(&ld);
 	return cfg;
+}
+
+int allow_config_session_load(const struct allow_config *cfg, const char *bodyname,
+        const char *session_name, const char *buf, size_t len, struct allow_session_config *out,
+        struct allow_errors *errs)
+{
+	struct cfg_loader ld;
+	memset(&ld, 0, sizeof ld);
+	memset(out, 0, sizeof *out);
+	ld.name = bodyname;
+	ld.base = cfg;
+	ld.body = 1;
+	yaml_document_t doc;
+	int loaded, empty;
+	yaml_node_t *root = doc_load(&ld, buf, len, &doc, &loaded, &empty);
+	if (root != NULL && root->type != YAML_MAPPING_NODE) {
+		char q[CFG_QUOTE_BUF];
+		allow_cfg_err_at(&ld, root,
+		        "a session must be a mapping (bounds, bound, limits, auth, clients), got "
+		        "%s",
+		        node_desc(root, q, sizeof q));
+	} else if (root != NULL || empty) {
+		allow_cfg_session_body(&ld, session_name, root);
+		allow_cfg_sessions_finish(&ld);
+	}
+	if (loaded)
+		yaml_document_delete(&doc);
+	ld.doc = NULL;
+	int rc = -1;
+	if (ld.nerrs == 0 && !ld.oom && ld.nsw == 1) {
+		*out = ld.sw[0].s;
+		memset(&ld.sw[0].s, 0, sizeof ld.sw[0].s);
+		ld.sw[0].bound_ready = 0;
+		rc = 0;
+	} else if (ld.nerrs == 0 && !ld.oom) {
+		allow_cfg_err_oom(&ld, NULL);
+	}
+	errors_hand_over(&ld, errs);
+	loader_free(&ld);
+	return rc;
 }
 
 struct allow_config *allow_config_load_buffer(
@@ -702,6 +775,11 @@ void allow_config_free(struct allow_config *cfg)
 	for (size_t i = 0; i < cfg->nsessions; i++)
 		session_config_free(&cfg->sessions[i], 1);
 	free(cfg->sessions);
+	for (size_t i = 0; i < cfg->nbounds; i++) {
+		free(cfg->bounds[i].name);
+		allow_bound_free(&cfg->bounds[i].bound);
+	}
+	free(cfg->bounds);
 	free(cfg);
 }
 
@@ -725,4 +803,10 @@ const struct allow_session_config *allow_config_session(
 		if (strcmp(cfg->sessions[i].name, name) == 0)
 			return &cfg->sessions[i];
 	return NULL;
+}
+
+void allow_session_config_free(struct allow_session_config *s)
+{
+	if (s != NULL && s->name != NULL)
+		session_config_free(s, 1);
 }

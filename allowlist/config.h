@@ -54,6 +54,11 @@ struct allow_session_config {
 	int inspect;                 /* tls inspection on (reserved; always 0 for now) */
 };
 
+struct allow_named_bound {
+	char *name;               /* key under bounds: */
+	struct allow_bound bound; /* as written, merged with nothing */
+};
+
 struct allow_config {
 	char *path;                      /* the file it came from */
 	char **listen_proxy;             /* listen.proxy: "HOST:PORT" strings, at least one */
@@ -66,6 +71,9 @@ struct allow_config {
 	int audit_chain;                 /* audit.chain: add "prev" hashes */
 	struct allow_session_config *sessions; /* in file order */
 	size_t nsessions;
+	struct allow_named_bound *bounds; /* bounds:, in file order: sessions made later (control
+	                                     API) may name them too */
+	size_t nbounds;
 };
 
 /* A list of error lines, each "FILE:LINE:COL: message" (or "FILE: message"). */
@@ -89,6 +97,20 @@ void allow_config_free(struct allow_config *cfg);
 /* The session named name, or NULL. */
 const struct allow_session_config *allow_config_session(const struct allow_config *cfg,
 	const char *name);
+
+/* Parses one session from a body that holds the keys of a sessions: entry (bounds, bound,
+ * limits, auth, clients), in YAML or JSON (JSON is YAML's flow style): what POST /v1/sessions
+ * receives.  An empty body is a session without restrictions.  bounds: names resolve against
+ * cfg's bounds: (cfg may be NULL: there are none).  auth.tokenFile is refused: a request must
+ * not make egressd read a file.  Error lines read "BODYNAME:LINE:COL: KEY.PATH: message" with
+ * paths from the body's own keys ("limits.maxBytesOut").  Returns 0 with *out filled (the caller
+ * frees it with allow_session_config_free), or -1 with every error appended to errs. */
+int allow_config_session_load(const struct allow_config *cfg, const char *bodyname,
+	const char *session_name, const char *buf, size_t len, struct allow_session_config *out,
+	struct allow_errors *errs);
+
+/* Frees what a session owns (name, bound, token, clients) and zeroes it; not s itself. */
+void allow_session_config_free(struct allow_session_config *s);
 
 /* Prints each session's merged bound and limits, as `egressd check` shows them. */
 void allow_config_print(const struct allow_config *cfg, FILE *out);

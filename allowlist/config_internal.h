@@ -63,6 +63,8 @@ struct cfg_loader {
 	size_t nbounds;
 	struct cfg_session_work *sw; /* sessions: in file order */
 	size_t nsw;
+	const struct allow_config *base; /* a session body: the running config, for bounds: names */
+	int body;                        /* reading a session body, not a config file */
 };
 
 /* One key of a mapping.  set reads val (the key node is there for messages) into base + off. */
@@ -112,5 +114,7 @@ int allow_cfg_walk(struct cfg_loader *ld, yaml_node_t *n, const struct cfg_key *
  * bounds: names, merges its bound (DESIGN.md 4.3) and checks it (4.5). */
 extern const struct cfg_key allow_cfg_top_keys[];
 void allow_cfg_sessions_finish(struct cfg_loader *ld);
+/* A session body (ld->body): root is the body's mapping, or NULL for an empty body. */
+void allow_cfg_session_body(struct cfg_loader *ld, const char *name, yaml_node_t *root);
 
 #endif

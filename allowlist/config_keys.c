@@ -807,6 +807,12 @@ static int set_token_file(struct cfg_loader *ld, const struct cfg_key *k, yaml_n
 	w->token_file_key = key;
 	if (token_both(ld, w, key) == -1)
 		return -1;
+	if (ld->body) {
+		/* The control API answers with the session's token: a file named in a request
+		 * would be read and handed back to whoever sent it. */
+		allow_cfg_err_at(ld, key, "not accepted in a request body (give token instead)");
+		return -1;
+	}
 	size_t len;
 	const char *v = allow_cfg_scalar_text(ld, val, "a file path", &len);
 	if (v == NULL)
@@ -876,6 +882,24 @@ static const struct cfg_key session_keys[] = {
         {.name = NULL},
 };
 
+/* Reads one session into the next slot of ld->sw (allocated by the caller).  key is where
+ * errors about the session as a whole point; val is its mapping, or NULL for an empty one. */
+static void session_read(
+        struct cfg_loader *ld, const char *name, yaml_node_t *key, yaml_node_t *val)
+{
+	struct cfg_session_work *w = &ld->sw[ld->nsw];
+	w->s.name = strdup(name);
+	if (w->s.name == NULL) {
+		allow_cfg_err_oom(ld, key);
+		return;
+	}
+	allow_limits_init(&w->s.limits);
+	w->key = key;
+	ld->nsw++;
+	if (val != NULL)
+		allow_cfg_walk(ld, val, session_keys, w);
+}
+
 static int set_sessions(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
         yaml_node_t *val, void *base)
 {
@@ -901,106 +925,150 @@ static int set_sessions(struct cfg_loader *ld, const struct cfg_key *k, yaml_nod
 		const char *name = user_name(ld, sk, "session", keys, ld->nsw, &len);
 		if (name == NULL)
 			continue;
-		struct cfg_session_work *w = &ld->sw[ld->nsw];
-		w->s.name = strdup(name);
-		if (w->s.name == NULL) {
-			allow_cfg_err_oom(ld, sk);
-			continue;
-		}
-		allow_limits_init(&w->s.limits);
-		w->key = sk;
-		keys[ld->nsw++] = sk;
+		keys[ld->nsw] = sk;
 		size_t old = allow_cfg_path_push(ld, name, len);
-		allow_cfg_walk(ld, allow_cfg_node_get(ld, p->value), session_keys, w);
+		session_read(ld, name, sk, allow_cfg_node_get(ld, p->value));
 		allow_cfg_path_pop(ld, old);
 	}
 	free(keys);
 	return 0;
 }
 
-/* Describes which one of a read/write pair a mask denies, for the 4.5 check. */
+void allow_cfg_session_body(struct cfg_loader *ld, const char *name, yaml_node_t *root)
+{
+	if (!name_ok(name, strlen(name))) {
+		char q[CFG_QUOTE_BUF];
+		allow_cfg_err_at(ld, NULL,
+		        "%s is not a valid session name (1-%d letters, digits, '-', '_' or '.')",
+		        allow_cfg_quote(q, sizeof q, name, strlen(name)), CFG_NAME_MAX);
+		return;
+	}
+	ld->sw = calloc(1, sizeof *ld->sw);
+	if (ld->sw == NULL) {
+		allow_cfg_err_oom(ld, NULL);
+		return;
+	}
+	session_read(ld, name, root, root);
+}
+
+/* The key path of a session as a whole: "sessions.NAME" in a config, empty in a body. */
+static void path_session(struct cfg_loader *ld, const struct cfg_session_work *w)
+{
+	allow_cfg_path_pop(ld, 0);
+	if (ld->body)
+		return;
+	allow_cfg_path_push(ld, "sessions", 8);
+	allow_cfg_path_push(ld, w->s.name, strlen(w->s.name));
+}
+
+/* The bound named want: this file's bounds: first, then (for a body) the running config's.
+ * NULL when there is none; a bound whose own body failed is found but has no allow_bound. */
+static const struct allow_bound *bound_find(struct cfg_loader *ld, const char *want, int *found)
+{
+	*found = 1;
+	for (size_t b = 0; b < ld->nbounds; b++)
+		if (strcmp(ld->bounds[b].name, want) == 0)
+			return ld->bounds[b].w.ready ? &ld->bounds[b].w.b : NULL;
+	for (size_t b = 0; ld->base != NULL && b < ld->base->nbounds; b++)
+		if (strcmp(ld->base->bounds[b].name, want) == 0)
+			return &ld->base->bounds[b].bound;
+	*found = 0;
+	return NULL;
+}
+
+/* "defined under bounds: a, b" or "no bounds are defined", for an unknown name. */
+static void bound_names(struct cfg_loader *ld, char *buf, size_t cap)
+{
+	size_t n = ld->nbounds + (ld->base != NULL ? ld->base->nbounds : 0);
+	int o = snprintf(buf, cap, "%s", n ? "defined under bounds: " : "no bounds are defined");
+	for (size_t b = 0; b < n && o > 0 && (size_t)o < cap; b++) {
+		const char *name = b < ld->nbounds ? ld->bounds[b].name
+		                                   : ld->base->bounds[b - ld->nbounds].name;
+		int wr = snprintf(buf + o, cap - (size_t)o, "%s%s", b ? ", " : "", name);
+		if (wr < 0)
+			break;
+		o += wr;
+	}
+}
+
+/* Merges a session's named bounds in order, then its inline bound (4.3).  0, or -1 when a name
+ * is unknown or memory ran out (reported). */
+static int session_merge(struct cfg_loader *ld, struct cfg_session_work *w)
+{
+	if (allow_bound_init(&w->s.bound) == -1) {
+		allow_cfg_err_oom(ld, w->key);
+		return -1;
+	}
+	w->bound_ready = 1;
+	int rc = 0;
+	if (w->bounds != NULL) {
+		size_t old = allow_cfg_path_push(ld, "bounds", 6);
+		for (size_t j = 0; j < allow_cfg_seq_len(w->bounds); j++) {
+			yaml_node_t *item =
+			        allow_cfg_node_get(ld, w->bounds->data.sequence.items.start[j]);
+			const char *want = (const char *)item->data.scalar.value;
+			size_t iold = allow_cfg_path_push_index(ld, j);
+			int found;
+			const struct allow_bound *b = bound_find(ld, want, &found);
+			if (!found) {
+				char q[CFG_QUOTE_BUF], known[256];
+				bound_names(ld, known, sizeof known);
+				allow_cfg_err_at(ld, item, "unknown bound %s (%s)",
+				        allow_cfg_quote(
+				                q, sizeof q, want, item->data.scalar.length),
+				        known);
+				rc = -1;
+			} else if (b != NULL && allow_bound_merge(&w->s.bound, b) == -1) {
+				allow_cfg_err_oom(ld, item);
+				rc = -1;
+			}
+			allow_cfg_path_pop(ld, iold);
+		}
+		allow_cfg_path_pop(ld, old);
+	}
+	if (w->inl.ready && allow_bound_merge(&w->s.bound, &w->inl.b) == -1) {
+		allow_cfg_err_oom(ld, w->key);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* 1 when a mask denies exactly one of a read/write pair. */
 static int half_denied(unsigned mask, unsigned rd, unsigned wr)
 {
 	return ((mask & rd) != 0) != ((mask & wr) != 0);
 }
 
-/* After the walk: resolve each session's bounds: names, merge (4.3) and check 4.5. */
+/* DESIGN 4.5: without TLS inspection a tunnel cannot tell reads from writes, so a bound that
+ * denies only one of a pair would promise what egressd cannot keep. */
+static void session_check_actions(struct cfg_loader *ld, const struct cfg_session_work *w)
+{
+	if (w->s.inspect)
+		return;
+	unsigned m = w->s.bound.deny_actions;
+	const char *pair = NULL;
+	if (half_denied(m, ALLOW_TAG_HTTP_READ, ALLOW_TAG_HTTP_WRITE))
+		pair = (m & ALLOW_TAG_HTTP_READ) ? "http:read but not http:write"
+		                                 : "http:write but not http:read";
+	else if (half_denied(m, ALLOW_TAG_SSH_READ, ALLOW_TAG_SSH_WRITE))
+		pair = (m & ALLOW_TAG_SSH_READ) ? "ssh:read but not ssh:write"
+		                                : "ssh:write but not ssh:read";
+	if (pair == NULL)
+		return;
+	allow_cfg_err_at(ld, w->key,
+	        "the merged bound denies %s, which egressd cannot enforce without TLS "
+	        "inspection: a CONNECT tunnel carries reads and writes alike; deny both or neither",
+	        pair);
+}
+
 void allow_cfg_sessions_finish(struct cfg_loader *ld)
 {
 	for (size_t i = 0; i < ld->nsw; i++) {
 		struct cfg_session_work *w = &ld->sw[i];
-		allow_cfg_path_pop(ld, 0);
-		allow_cfg_path_push(ld, "sessions", 8);
-		allow_cfg_path_push(ld, w->s.name, strlen(w->s.name));
-		if (allow_bound_init(&w->s.bound) == -1) {
-			allow_cfg_err_oom(ld, w->key);
-			continue;
-		}
-		w->bound_ready = 1;
-		int failed = 0;
-		if (w->bounds != NULL) {
-			size_t old = allow_cfg_path_push(ld, "bounds", 6);
-			for (size_t j = 0; j < allow_cfg_seq_len(w->bounds); j++) {
-				yaml_node_t *item = allow_cfg_node_get(
-				        ld, w->bounds->data.sequence.items.start[j]);
-				const char *want = (const char *)item->data.scalar.value;
-				struct cfg_named_bound *nb = NULL;
-				for (size_t b = 0; b < ld->nbounds; b++)
-					if (strcmp(ld->bounds[b].name, want) == 0)
-						nb = &ld->bounds[b];
-				size_t iold = allow_cfg_path_push_index(ld, j);
-				char q[CFG_QUOTE_BUF];
-				if (nb == NULL) {
-					char known[256] = "";
-					size_t o = 0;
-					for (size_t b = 0; b < ld->nbounds; b++) {
-						int wr = snprintf(known + o, sizeof known - o,
-						        "%s%s", b ? ", " : "", ld->bounds[b].name);
-						if (wr < 0 || (size_t)wr >= sizeof known - o)
-							break;
-						o += (size_t)wr;
-					}
-					allow_cfg_err_at(ld, item, "unknown bound %s (%s%s)",
-					        allow_cfg_quote(q, sizeof q, want,
-					                item->data.scalar.length),
-					        ld->nbounds ? "defined under bounds: "
-					                    : "no bounds are defined",
-					        known);
-					failed = 1;
-				} else if (nb->w.ready &&
-				           allow_bound_merge(&w->s.bound, &nb->w.b) == -1) {
-					allow_cfg_err_oom(ld, item);
-					failed = 1;
-				}
-				allow_cfg_path_pop(ld, iold);
-			}
-			allow_cfg_path_pop(ld, old);
-		}
-		if (w->inl.ready && allow_bound_merge(&w->s.bound, &w->inl.b) == -1) {
-			allow_cfg_err_oom(ld, w->key);
-			failed = 1;
-		}
-		if (failed || w->s.inspect)
-			continue;
-		unsigned m = w->s.bound.deny_actions;
-		const char *pair = NULL;
-		if (half_denied(m, ALLOW_TAG_HTTP_READ, ALLOW_TAG_HTTP_WRITE))
-			pair = (m & ALLOW_TAG_HTTP_READ) ? "http:read but not http:write"
-			                                 : "http:write but not http:read";
-		else if (half_denied(m, ALLOW_TAG_SSH_READ, ALLOW_TAG_SSH_WRITE))
-			pair = (m & ALLOW_TAG_SSH_READ) ? "ssh:read but not ssh:write"
-			                                : "ssh:write but not ssh:read";
-		if (pair != NULL) {
-			allow_cfg_path_pop(ld, 0);
-			allow_cfg_path_push(ld, "sessions", 8);
-			allow_cfg_path_push(ld, w->s.name, strlen(w->s.name));
-			allow_cfg_err_at(ld, w->key,
-			        "the merged bound denies %s, which egressd cannot enforce without "
-			        "TLS "
-			        "inspection: a CONNECT tunnel carries reads and writes alike; deny "
-			        "both "
-			        "or neither",
-			        pair);
+		path_session(ld, w);
+		if (session_merge(ld, w) == 0) {
+			path_session(ld, w);
+			session_check_actions(ld, w);
 		}
 	}
 	allow_cfg_path_pop(ld, 0);

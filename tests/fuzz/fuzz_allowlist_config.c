@@ -1,5 +1,6 @@
-/* Fuzzes the config loader: any bytes either give a config and no error line, or no config and
- * at least one; either way everything is freed (ASan's leak check holds the loader to that).
+/* Fuzzes the config loader, as a file and as a control API session body: any bytes either give a
+ * result and no error line, or no result and at least one; either way everything is freed
+ * (ASan's leak check holds the loader to that).
  * The name puts relative tokenFile paths in a folder that does not exist, so a run never
  * depends on files around the fuzzer. */
 #include <stdint.h>
@@ -31,6 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (allow_config_session(cfg, cfg->sessions[i].name) != &cfg->sessions[i])
 				abort();
 	}
+	/* The same bytes as a control API body, resolving bounds: against the config if any. */
+	struct allow_errors berrs = {0};
+	struct allow_session_config s;
+	int rc = allow_config_session_load(cfg, "body", "fuzz", (const char *)data, size, &s, &berrs);
+	if ((rc == -1) != (berrs.n > 0))
+		abort();
+	if (rc == 0)
+		allow_session_config_free(&s);
+	allow_errors_free(&berrs);
 	allow_config_free(cfg);
 	allow_errors_free(&errs);
 	return 0;

@@ -831,6 +831,115 @@ static void test_missing_file(void **state)
 	allow_errors_free(&e);
 }
 
+/* ---- session bodies (control API) ------------------------------------------------------- */
+
+static void test_named_bounds_kept(void **state)
+{
+	(void)state;
+	struct allow_config *c = load_ok(design_example);
+	assert_int_equal(c->nbounds, 1);
+	assert_string_equal(c->bounds[0].name, "github");
+	assert_true(allow_set_has(c->bounds[0].bound.allow, "*.github.com"));
+	assert_int_equal(c->bounds[0].bound.deny_actions, 0);
+	allow_config_free(c);
+}
+
+static void test_session_body(void **state)
+{
+	(void)state;
+	struct allow_config *c = load_ok(design_example);
+	struct allow_errors e = {0};
+	struct allow_session_config s;
+	/* JSON, as the control API receives it; the named bound comes from the running config. */
+	const char *body = "{\"bounds\": [\"github\"], \"bound\": {\"network\": {\"actions\": "
+	                   "[\"git:push\"], \"domains\": [\"gist.github.com\"]}},\n"
+	                   " \"limits\": {\"maxConnections\": 4, \"expiresIn\": \"1h\"},"
+	                   " \"auth\": {\"token\": \"t0k\"}}";
+	int rc = allow_config_session_load(c, "request", "agent-7", body, strlen(body), &s, &e);
+	if (rc != 0)
+		dump(&e);
+	assert_int_equal(rc, 0);
+	assert_int_equal(e.n, 0);
+	assert_string_equal(s.name, "agent-7");
+	assert_string_equal(s.token, "t0k");
+	assert_true(allow_set_has(s.bound.allow, "github.com"));
+	assert_true(allow_set_has(s.bound.deny, "gist.github.com"));
+	assert_int_equal(s.bound.deny_actions, ALLOW_TAG_GIT_PUSH);
+	assert_int_equal(s.bound.enforce, ALLOW_ENFORCE_SANDBOX);
+	assert_int_equal(s.limits.max_connections, 4);
+	assert_int_equal(s.limits.expires_in_ms, 3600000);
+	allow_session_config_free(&s);
+	assert_null(s.name);
+
+	/* An empty body is a session with nothing restricted. */
+	rc = allow_config_session_load(NULL, "request", "open", "", 0, &s, &e);
+	assert_int_equal(rc, 0);
+	assert_null(s.bound.allow);
+	assert_true(s.limits.max_connections == ALLOW_UNLIMITED);
+	allow_session_config_free(&s);
+	allow_config_free(c);
+	allow_errors_free(&e);
+}
+
+static void test_session_body_errors(void **state)
+{
+	(void)state;
+	struct allow_config *c = load_ok(design_example);
+	static const struct {
+		const char *name;
+		const char *body;
+		const char *want[2];
+	} cases[] = {
+		{"s", "{\"limit\": {}}",
+		        {"request:1:2: limit: unknown key (expected one of: bounds, bound, limits, "
+		         "auth, clients)"}},
+		{"s", "{\"bounds\": [\"gh\"]}",
+		        {"request:1:13: bounds[0]: unknown bound \"gh\" (defined under bounds: "
+		         "github)"}},
+		{"s", "{\"auth\": {\"tokenFile\": \"/etc/shadow\"}}",
+		        {"request:1:11: auth.tokenFile: not accepted in a request body (give token "
+		         "instead)"}},
+		{"s", "{\"bound\": {\"network\": {\"actions\": [\"http:write\"]}}}",
+		        {"request:1:1: the merged bound denies http:write but not http:read, which "
+		         "egressd cannot enforce without TLS inspection: a CONNECT tunnel carries "
+		         "reads and writes alike; deny both or neither"}},
+		{"s", "[1]",
+		        {"request:1:1: a session must be a mapping (bounds, bound, limits, auth, "
+		         "clients), got a list"}},
+		{"s", "{\"limits\": {\"maxBytesOut\": \"1TB\"}, \"clients\": [\"10.0.0.1/8\"]}",
+		        {"request:1:28: limits.maxBytesOut: \"1TB\" is not a size (use B, KiB, MiB, "
+		         "GiB)",
+		                "request:1:48: clients[0]: \"10.0.0.1/8\" is not an address or CIDR: "}},
+		{"a:b", "{}",
+		        {"request: \"a:b\" is not a valid session name (1-64 letters, digits, '-', '_' "
+		         "or '.')"}},
+	};
+	size_t failed = 0;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct allow_errors e = {0};
+		struct allow_session_config s;
+		int rc = allow_config_session_load(
+		        c, "request", cases[i].name, cases[i].body, strlen(cases[i].body), &s, &e);
+		size_t want = cases[i].want[1] != NULL ? 2 : 1;
+		int ok = rc == -1 && e.n == want;
+		/* The second line's tail is the CIDR module's own reason: compare its start. */
+		for (size_t j = 0; ok && j < want; j++)
+			ok = j == 0 ? strcmp(e.lines[j], cases[i].want[j]) == 0
+			            : strncmp(e.lines[j], cases[i].want[j], strlen(cases[i].want[j])) == 0;
+		if (!ok) {
+			print_message("body case %zu: %s\n  want: %s\n", i, cases[i].body,
+			        cases[i].want[0]);
+			dump(&e);
+			failed++;
+		}
+		if (rc == 0)
+			allow_session_config_free(&s);
+		allow_errors_free(&e);
+	}
+	allow_config_free(c);
+	assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -851,6 +960,9 @@ int main(void)
 		cmocka_unit_test(test_token_file),
 		cmocka_unit_test(test_token_file_errors),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_named_bounds_kept),
+		cmocka_unit_test(test_session_body),
+		cmocka_unit_test(test_session_body_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
