@@ -215,9 +215,9 @@ def send(c, request, headers):
 def run_one(h, cs):
     origin = h.origin()
     echo = h.raw(echo_handler)
-    bh = h.add(Blackhole())
-    ports = {"origin": origin.port, "echo": echo.port, "closed": closed_port(),
-             "blackhole": bh.port}
+    ports = {"origin": origin.port, "echo": echo.port, "closed": closed_port()}
+    if "{blackhole}" in str(cs["request"][1]):
+        ports["blackhole"] = h.add(Blackhole()).port
     cfg = base_config(HOSTS, session_bound=cs["bound"], session_limits=cs["session_limits"],
                       global_limits=cs["limits"], sessions=cs["sessions"])
     e = h.egressd(cfg)
