@@ -35,23 +35,23 @@ static const char trunc_mark[] = "\xe2\x80\xa6truncated";
 #define FIELDS_MAX (20 + AUDIT_EXTRA_MAX)
 
 struct audit_log {
-	int fd;                     /* the open file, or 1 for "-" */
-	int is_stdout;              /* fd is standard output: never closed or reopened */
-	int chain;                  /* add "prev" to every line */
-	char *path;                 /* what audit_reopen opens again */
-	uint64_t seq;               /* seq of the last formatted record */
-	int have_prev;              /* prev holds the hash of the line before the next one */
-	char prev[SHA256_HEX + 1];  /* SHA-256 hex of the last line, NUL-terminated */
-	int need_nl;                /* the file ends in a cut line: end it before our first line */
-	EVP_MD *md;                 /* SHA-256, fetched once */
-	EVP_MD_CTX *mdctx;          /* reused for every line */
-	char *out;                  /* pending bytes, then the line being formatted */
-	size_t out_len;             /* bytes of out waiting to be written */
-	uint64_t dropped;           /* records refused because the pending buffer was full */
-	int has_error;              /* err holds the last write error */
-	char err[256];              /* the last write error text */
-	time_t ts_sec;              /* the second ts_text was formatted for */
-	char ts_text[24];           /* "YYYY-MM-DDTHH:MM:SS" of ts_sec */
+	int fd;                    /* the open file, or 1 for "-" */
+	int is_stdout;             /* fd is standard output: never closed or reopened */
+	int chain;                 /* add "prev" to every line */
+	char *path;                /* what audit_reopen opens again */
+	uint64_t seq;              /* seq of the last formatted record */
+	int have_prev;             /* prev holds the hash of the line before the next one */
+	char prev[SHA256_HEX + 1]; /* SHA-256 hex of the last line, NUL-terminated */
+	int need_nl;               /* the file ends in a cut line: end it before our first line */
+	EVP_MD *md;                /* SHA-256, fetched once */
+	EVP_MD_CTX *mdctx;         /* reused for every line */
+	char *out;                 /* pending bytes, then the line being formatted */
+	size_t out_len;            /* bytes of out waiting to be written */
+	uint64_t dropped;          /* records refused because the pending buffer was full */
+	int has_error;             /* err holds the last write error */
+	char err[256];             /* the last write error text */
+	time_t ts_sec;             /* the second ts_text was formatted for */
+	char ts_text[24];          /* "YYYY-MM-DDTHH:MM:SS" of ts_sec */
 };
 
 #define OUT_CAP (AUDIT_PENDING_MAX + 1 + AUDIT_LINE_MAX)
@@ -82,7 +82,7 @@ static void log_err(struct audit_log *log, const char *what, int errnum)
 {
 	log->has_error = 1;
 	set_err(log->err, sizeof log->err, what, log->is_stdout ? "standard output" : log->path,
-		errnum);
+	        errnum);
 }
 
 /* Hex SHA-256 of p[0..len) into hex (65 bytes).  0 or -1 (OpenSSL failure). */
@@ -92,7 +92,7 @@ static int sha256_hex(EVP_MD_CTX *ctx, const EVP_MD *md, const void *p, size_t l
 	unsigned char d[EVP_MAX_MD_SIZE];
 	unsigned int dlen = 0;
 	if (EVP_DigestInit_ex2(ctx, md, NULL) != 1 || EVP_DigestUpdate(ctx, p, len) != 1 ||
-		EVP_DigestFinal_ex(ctx, d, &dlen) != 1 || dlen != 32)
+	        EVP_DigestFinal_ex(ctx, d, &dlen) != 1 || dlen != 32)
 		return -1;
 	for (unsigned i = 0; i < 32; i++) {
 		hex[2 * i] = digits[d[i] >> 4];
@@ -154,8 +154,8 @@ static int load_tail(struct audit_log *log, int fd, const char *path, char *err,
 	while (start > 0 && buf[start - 1] != '\n')
 		start--;
 	if (start == 0 && win < size) {
-		set_err(err, errlen, "last line is longer than 64 KiB, cannot continue the chain of",
-			path, 0);
+		set_err(err, errlen,
+		        "last line is longer than 64 KiB, cannot continue the chain of", path, 0);
 		free(buf);
 		return -1;
 	}
@@ -281,7 +281,8 @@ static void put_escaped(struct fmt *f, const char *s, size_t room)
 	if (need <= room) {
 		f->pos += need;
 	} else {
-		size_t w = audit_json_escape(f->buf + f->pos, room - TRUNC_MARK_LEN + 1, s, strlen(s));
+		size_t w =
+		        audit_json_escape(f->buf + f->pos, room - TRUNC_MARK_LEN + 1, s, strlen(s));
 		(void)w;
 		/* The escaper cuts on whole units, so what it wrote may be shorter than asked. */
 		f->pos += strlen(f->buf + f->pos);
@@ -303,9 +304,9 @@ static void put_str(struct fmt *f, const char *key, const char *v)
 	put_escaped(f, v, room);
 }
 
-static const char *const std_keys[] = {"ts", "seq", "event", "conn", "session", "client",
-	"method", "host", "port", "path", "action", "decision", "reason", "rule", "addr", "status",
-	"bytes_out", "bytes_in", "duration_ms", "end", "prev"};
+static const char *const std_keys[] = {"ts", "seq", "event", "conn", "session", "client", "method",
+        "host", "port", "path", "action", "decision", "reason", "rule", "addr", "status",
+        "bytes_out", "bytes_in", "duration_ms", "end", "prev"};
 
 /* Whether k is one of the DESIGN.md keys, which extras may not reuse. */
 static int is_std_key(const char *k)
@@ -330,7 +331,7 @@ static void put_ts(struct audit_log *log, struct fmt *f)
 	}
 	unsigned ms = (unsigned)(now.tv_nsec / 1000000);
 	char frac[6] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10),
-		(char)('0' + ms % 10), 'Z', '"'};
+	        (char)('0' + ms % 10), 'Z', '"'};
 	put(f, "{\"ts\":\"", 7);
 	put(f, log->ts_text, strlen(log->ts_text));
 	put(f, frac, sizeof frac);
@@ -399,7 +400,7 @@ static int format_line(struct audit_log *log, const struct audit_rec *rec)
 	size_t line_start = log->need_nl ? log->out_len + 1 : log->out_len;
 	if (log->chain) {
 		if (sha256_hex(log->mdctx, log->md, f.buf + line_start, f.pos - line_start,
-			    log->prev) == -1) {
+		            log->prev) == -1) {
 			log_err(log, "SHA-256 failed for", 0);
 			return -1;
 		}
@@ -442,7 +443,7 @@ int audit_write(struct audit_log *log, const struct audit_rec *rec)
 	/* Room for one more line after what is pending; when a long outage filled the buffer,
 	 * give the old lines one more chance before refusing this one. */
 	if (OUT_CAP - log->out_len < AUDIT_LINE_MAX + 1 && flush(log) == -1 &&
-		OUT_CAP - log->out_len < AUDIT_LINE_MAX + 1) {
+	        OUT_CAP - log->out_len < AUDIT_LINE_MAX + 1) {
 		log->dropped++;
 		log_err(log, "pending buffer full, record dropped for", 0);
 		return -1;
@@ -552,7 +553,8 @@ int audit_verify(const char *path, char *err, size_t errlen)
 		lineno++;
 		size_t len = (size_t)n;
 		if (line[len - 1] != '\n') {
-			snprintf(err, errlen, "line %lu: no newline at the end (a cut write)", lineno);
+			snprintf(err, errlen, "line %lu: no newline at the end (a cut write)",
+			        lineno);
 			rc = 1;
 			break;
 		}
@@ -578,8 +580,9 @@ int audit_verify(const char *path, char *err, size_t errlen)
 		}
 		if (lineno > 1 && memcmp(prev, prevhash, SHA256_HEX) != 0) {
 			snprintf(err, errlen,
-				"line %lu: prev does not match line %lu (a line was changed, inserted or removed)",
-				lineno, lineno - 1);
+			        "line %lu: prev does not match line %lu (a line was changed, "
+			        "inserted or removed)",
+			        lineno, lineno - 1);
 			rc = 1;
 			break;
 		}

@@ -19,24 +19,24 @@
 #define AUDIT_PENDING_MAX (1024 * 1024)
 
 struct audit_rec {
-	const char *event;      /* start, config, session, request, connect, close, classify, stop */
-	uint64_t conn;          /* connection id; 0 = absent */
+	const char *event; /* start, config, session, request, connect, close, classify, stop */
+	uint64_t conn;     /* connection id; 0 = absent */
 	const char *session;
-	const char *client;     /* "IP:PORT" of the client */
+	const char *client; /* "IP:PORT" of the client */
 	const char *method;
 	const char *host;
-	int port;               /* -1 = absent */
-	const char *path;       /* plain HTTP only */
+	int port;         /* -1 = absent */
+	const char *path; /* plain HTTP only */
 	const char *action;
-	const char *decision;   /* allow or deny */
+	const char *decision; /* allow or deny */
 	const char *reason;
 	const char *rule;
-	const char *addr;       /* the address dialled */
-	int status;             /* -1 = absent */
-	int64_t bytes_out;      /* -1 = absent */
-	int64_t bytes_in;       /* -1 = absent */
-	int64_t duration_ms;    /* -1 = absent */
-	const char *end;        /* why a connection ended */
+	const char *addr;    /* the address dialled */
+	int status;          /* -1 = absent */
+	int64_t bytes_out;   /* -1 = absent */
+	int64_t bytes_in;    /* -1 = absent */
+	int64_t duration_ms; /* -1 = absent */
+	const char *end;     /* why a connection ended */
 	struct {
 		const char *key;
 		const char *value;

@@ -43,9 +43,9 @@ static const char hexdig[] = "0123456789abcdef";
 size_t audit_json_escape(char *dst, size_t cap, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t need = 0;       /* length of the whole escaped text */
-	size_t out = 0;        /* bytes actually written to dst */
-	int cut = cap == 0;    /* once one unit did not fit, nothing more is written */
+	size_t need = 0;    /* length of the whole escaped text */
+	size_t out = 0;     /* bytes actually written to dst */
+	int cut = cap == 0; /* once one unit did not fit, nothing more is written */
 	char tmp[8];
 
 	for (size_t i = 0; i < len;) {
@@ -288,8 +288,8 @@ static int jvalue(struct jrd *r)
 	}
 }
 
-int audit_json_check_object(const char *line, size_t len, const char **prev, size_t *prevlen,
-	const char **why)
+int audit_json_check_object(
+        const char *line, size_t len, const char **prev, size_t *prevlen, const char **why)
 {
 	struct jrd r = {(const unsigned char *)line, (const unsigned char *)line + len, NULL, 1};
 	*prev = NULL;

@@ -20,7 +20,7 @@ size_t audit_utf8_valid_len(const unsigned char *s, size_t len);
  * most 32 levels deep).  On success returns 0 and points *prev and *prevlen at the raw text of its
  * top-level "prev" string (NULL/0 when absent); the pointers are into line.  On failure returns
  * -1 with a static English reason in *why. */
-int audit_json_check_object(const char *line, size_t len, const char **prev, size_t *prevlen,
-	const char **why);
+int audit_json_check_object(
+        const char *line, size_t len, const char **prev, size_t *prevlen, const char **why);
 
 #endif

@@ -42,19 +42,20 @@ static enum proxy_sni_result fail(const char **why, enum proxy_sni_result r, con
 static int name_byte_ok(uint8_t c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		c == '-' || c == '.' || c == '_';
+	       c == '-' || c == '.' || c == '_';
 }
 
 /* Reads the body of a server_name extension, d[0..n).  Sets *name_off and *name_len (offsets
  * into d) on success.  Returns FOUND or BAD. */
-static enum proxy_sni_result parse_server_name(const uint8_t *d, size_t n, size_t *name_off,
-	size_t *name_len, const char **why)
+static enum proxy_sni_result parse_server_name(
+        const uint8_t *d, size_t n, size_t *name_off, size_t *name_len, const char **why)
 {
 	if (n < 2)
 		return fail(why, PROXY_SNI_BAD, "server_name extension too short");
 	size_t list = be16(d);
 	if (list != n - 2)
-		return fail(why, PROXY_SNI_BAD, "server_name list length does not match its extension");
+		return fail(
+		        why, PROXY_SNI_BAD, "server_name list length does not match its extension");
 	if (list < 3)
 		return fail(why, PROXY_SNI_BAD, "server_name list is empty or cut");
 	if (d[2] != TLS_NAME_TYPE_HOST)
@@ -69,15 +70,15 @@ static enum proxy_sni_result parse_server_name(const uint8_t *d, size_t n, size_
 	for (size_t i = 0; i < nlen; i++)
 		if (!name_byte_ok(d[5 + i]))
 			return fail(why, PROXY_SNI_BAD,
-				"server name has a byte a host name cannot contain");
+			        "server name has a byte a host name cannot contain");
 	*name_off = 5;
 	*name_len = nlen;
 	return PROXY_SNI_FOUND;
 }
 
 /* Reads the complete ClientHello h->msg[0..h->len). */
-static enum proxy_sni_result parse_hello(const struct hello *h, char *name, size_t namecap,
-	const char **why)
+static enum proxy_sni_result parse_hello(
+        const struct hello *h, char *name, size_t namecap, const char **why)
 {
 	const uint8_t *m = h->msg;
 	size_t end = h->len;
@@ -111,7 +112,8 @@ static enum proxy_sni_result parse_hello(const struct hello *h, char *name, size
 	if (p == end)
 		return fail(why, PROXY_SNI_NONE, "ClientHello has no extensions");
 	if (end - p < 2 || be16(m + p) != end - p - 2)
-		return fail(why, PROXY_SNI_BAD, "extension list length does not match the ClientHello");
+		return fail(
+		        why, PROXY_SNI_BAD, "extension list length does not match the ClientHello");
 	p += 2;
 
 	size_t sni_ext = 0, sni_end = 0; /* the whole server_name extension, header included */
@@ -128,7 +130,8 @@ static enum proxy_sni_result parse_hello(const struct hello *h, char *name, size
 			if (found)
 				return fail(why, PROXY_SNI_BAD, "two server_name extensions");
 			size_t off, nlen;
-			enum proxy_sni_result r = parse_server_name(m + p + 4, elen, &off, &nlen, why);
+			enum proxy_sni_result r =
+			        parse_server_name(m + p + 4, elen, &off, &nlen, why);
 			if (r != PROXY_SNI_FOUND)
 				return r;
 			found = 1;
@@ -153,13 +156,13 @@ static enum proxy_sni_result parse_hello(const struct hello *h, char *name, size
 	return PROXY_SNI_FOUND;
 }
 
-enum proxy_sni_result proxy_sni_parse(const uint8_t *buf, size_t len, char *name, size_t namecap,
-	const char **why)
+enum proxy_sni_result proxy_sni_parse(
+        const uint8_t *buf, size_t len, char *name, size_t namecap, const char **why)
 {
 	struct hello h;
-	size_t off = 0;         /* start of the current record in buf */
-	size_t payload = 0;     /* handshake bytes seen in all records so far */
-	size_t total = 0;       /* the message length with its header, once known */
+	size_t off = 0;     /* start of the current record in buf */
+	size_t payload = 0; /* handshake bytes seen in all records so far */
+	size_t total = 0;   /* the message length with its header, once known */
 	unsigned nrec = 0;
 
 	if (why != NULL)
@@ -176,11 +179,12 @@ enum proxy_sni_result proxy_sni_parse(const uint8_t *buf, size_t len, char *name
 		const uint8_t *r = buf + off;
 		if (r[0] != TLS_CONTENT_HANDSHAKE)
 			return off == 0 ? fail(why, PROXY_SNI_NOT_TLS, "not a TLS handshake record")
-					: fail(why, PROXY_SNI_BAD,
-						  "another record type before the ClientHello ended");
+			                : fail(why, PROXY_SNI_BAD,
+			                          "another record type before the ClientHello "
+			                          "ended");
 		if (left >= 2 && r[1] != 3)
 			return off == 0 ? fail(why, PROXY_SNI_NOT_TLS, "not a TLS record version")
-					: fail(why, PROXY_SNI_BAD, "record version implausible");
+			                : fail(why, PROXY_SNI_BAD, "record version implausible");
 		if (left >= 3 && r[2] > 4)
 			return fail(why, PROXY_SNI_BAD, "record version implausible");
 		if (left < TLS_RECORD_HDR)
@@ -207,14 +211,16 @@ enum proxy_sni_result proxy_sni_parse(const uint8_t *buf, size_t len, char *name
 		if (h.len >= TLS_HS_HDR && total == 0) {
 			size_t body = (size_t)h.msg[1] << 16 | (size_t)h.msg[2] << 8 | h.msg[3];
 			if (body > PROXY_SNI_HELLO_MAX)
-				return fail(why, PROXY_SNI_BAD, "ClientHello longer than 16384 bytes");
+				return fail(
+				        why, PROXY_SNI_BAD, "ClientHello longer than 16384 bytes");
 			total = TLS_HS_HDR + body;
 		}
 		/* The client sends nothing after its hello until the server answers, except in
 		 * later records; a record that holds more than the rest of the hello means the
 		 * lengths lie.  Judged on the record's length, so it is known before its bytes. */
 		if (total != 0 && payload - avail + rlen > total)
-			return fail(why, PROXY_SNI_BAD, "handshake lengths inconsistent with the record");
+			return fail(why, PROXY_SNI_BAD,
+			        "handshake lengths inconsistent with the record");
 		if (avail < rlen)
 			return PROXY_SNI_NEED_MORE;
 		if (total != 0 && payload == total) {

@@ -33,8 +33,8 @@ enum proxy_sni_result {
  * (allow_canon_host).  *why (may be NULL) gets a static English reason for NONE, NOT_TLS and
  * BAD, and NULL for NEED_MORE and FOUND.  Bytes after the record that completes the ClientHello
  * are not looked at.  buf and name belong to the caller; nothing is kept. */
-enum proxy_sni_result proxy_sni_parse(const uint8_t *buf, size_t len, char *name, size_t namecap,
-	const char **why);
+enum proxy_sni_result proxy_sni_parse(
+        const uint8_t *buf, size_t len, char *name, size_t namecap, const char **why);
 
 /* A short name for a result ("need-more", "found", "none", "not-tls", "bad"). */
 const char *proxy_sni_result_name(enum proxy_sni_result r);

@@ -18,7 +18,7 @@ static int name_ok(const char *name)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)name[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			    c == '-' || c == '.' || c == '_'))
+		            c == '-' || c == '.' || c == '_'))
 			return 0;
 	}
 	return 1;

@@ -14,55 +14,61 @@
 #define FFFD "\xef\xbf\xbd"
 
 struct esc_case {
-	const char *name;  /* what the row shows */
-	const char *in;    /* input bytes */
-	size_t inlen;      /* input length (inputs may hold NUL) */
-	const char *out;   /* the escaped text */
+	const char *name; /* what the row shows */
+	const char *in;   /* input bytes */
+	size_t inlen;     /* input length (inputs may hold NUL) */
+	const char *out;  /* the escaped text */
 };
 
-#define ROW(name, in, out) {name, in, sizeof in - 1, out}
+#define ROW(name, in, out)                                                                         \
+	{                                                                                          \
+		name, in, sizeof in - 1, out                                                       \
+	}
 
 static const struct esc_case esc_cases[] = {
-	ROW("plain ASCII", "GET example.test/a?b=c", "GET example.test/a?b=c"),
-	ROW("empty", "", ""),
-	ROW("quote", "say \"hi\"", "say \\\"hi\\\""),
-	ROW("backslash", "a\\b", "a\\\\b"),
-	ROW("slash is left alone", "/x/", "/x/"),
-	ROW("short escapes", "\n\r\t\b\f", "\\n\\r\\t\\b\\f"),
-	ROW("NUL byte", "a\0b", "a\\u0000b"),
-	ROW("other controls", "\x01\x0b\x1b\x1f", "\\u0001\\u000b\\u001b\\u001f"),
-	ROW("DEL", "\x7f", "\\u007f"),
-	ROW("space and tilde", " ~", " ~"),
-	ROW("2-byte e-acute", "caf\xc3\xa9", "caf\xc3\xa9"),
-	ROW("2-byte lowest U+0080", "\xc2\x80", "\xc2\x80"),
-	ROW("2-byte highest U+07FF", "\xdf\xbf", "\xdf\xbf"),
-	ROW("3-byte euro", "\xe2\x82\xac", "\xe2\x82\xac"),
-	ROW("3-byte lowest U+0800", "\xe0\xa0\x80", "\xe0\xa0\x80"),
-	ROW("3-byte U+D7FF before surrogates", "\xed\x9f\xbf", "\xed\x9f\xbf"),
-	ROW("3-byte U+E000 after surrogates", "\xee\x80\x80", "\xee\x80\x80"),
-	ROW("3-byte highest U+FFFF", "\xef\xbf\xbf", "\xef\xbf\xbf"),
-	ROW("4-byte emoji", "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"),
-	ROW("4-byte lowest U+10000", "\xf0\x90\x80\x80", "\xf0\x90\x80\x80"),
-	ROW("4-byte highest U+10FFFF", "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"),
-	ROW("overlong NUL C0 80", "\xc0\x80", FFFD FFFD),
-	ROW("overlong C1 BF", "\xc1\xbf", FFFD FFFD),
-	ROW("overlong 3-byte slash", "\xe0\x80\xaf", FFFD FFFD FFFD),
-	ROW("overlong 3-byte U+07FF", "\xe0\x9f\xbf", FFFD FFFD FFFD),
-	ROW("overlong 4-byte", "\xf0\x80\x80\xaf", FFFD FFFD FFFD FFFD),
-	ROW("overlong 4-byte U+FFFF", "\xf0\x8f\xbf\xbf", FFFD FFFD FFFD FFFD),
-	ROW("high surrogate", "\xed\xa0\x80", FFFD FFFD FFFD),
-	ROW("low surrogate", "\xed\xbf\xbf", FFFD FFFD FFFD),
-	ROW("above U+10FFFF (F4 90)", "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD),
-	ROW("F5 lead", "\xf5\x80\x80\x80", FFFD FFFD FFFD FFFD),
-	ROW("FE and FF", "\xfe\xff", FFFD FFFD),
-	ROW("stray continuation", "a\x80z", "a" FFFD "z"),
-	ROW("two stray continuations", "\xbf\xbf", FFFD FFFD),
-	ROW("cut 2-byte at end", "a\xc3", "a" FFFD),
-	ROW("cut 3-byte at end", "\xe2\x82", FFFD FFFD),
-	ROW("cut 4-byte at end", "\xf0\x9f\x98", FFFD FFFD FFFD),
-	ROW("cut 3-byte before ASCII", "\xe2\x82" "A", FFFD FFFD "A"),
-	ROW("lead before a valid sequence", "\xc3\xc3\xa9", FFFD "\xc3\xa9"),
-	ROW("mix", "\"\xc3\xa9\n\xff", "\\\"\xc3\xa9\\n" FFFD),
+        ROW("plain ASCII", "GET example.test/a?b=c", "GET example.test/a?b=c"),
+        ROW("empty", "", ""),
+        ROW("quote", "say \"hi\"", "say \\\"hi\\\""),
+        ROW("backslash", "a\\b", "a\\\\b"),
+        ROW("slash is left alone", "/x/", "/x/"),
+        ROW("short escapes", "\n\r\t\b\f", "\\n\\r\\t\\b\\f"),
+        ROW("NUL byte", "a\0b", "a\\u0000b"),
+        ROW("other controls", "\x01\x0b\x1b\x1f", "\\u0001\\u000b\\u001b\\u001f"),
+        ROW("DEL", "\x7f", "\\u007f"),
+        ROW("space and tilde", " ~", " ~"),
+        ROW("2-byte e-acute", "caf\xc3\xa9", "caf\xc3\xa9"),
+        ROW("2-byte lowest U+0080", "\xc2\x80", "\xc2\x80"),
+        ROW("2-byte highest U+07FF", "\xdf\xbf", "\xdf\xbf"),
+        ROW("3-byte euro", "\xe2\x82\xac", "\xe2\x82\xac"),
+        ROW("3-byte lowest U+0800", "\xe0\xa0\x80", "\xe0\xa0\x80"),
+        ROW("3-byte U+D7FF before surrogates", "\xed\x9f\xbf", "\xed\x9f\xbf"),
+        ROW("3-byte U+E000 after surrogates", "\xee\x80\x80", "\xee\x80\x80"),
+        ROW("3-byte highest U+FFFF", "\xef\xbf\xbf", "\xef\xbf\xbf"),
+        ROW("4-byte emoji", "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"),
+        ROW("4-byte lowest U+10000", "\xf0\x90\x80\x80", "\xf0\x90\x80\x80"),
+        ROW("4-byte highest U+10FFFF", "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"),
+        ROW("overlong NUL C0 80", "\xc0\x80", FFFD FFFD),
+        ROW("overlong C1 BF", "\xc1\xbf", FFFD FFFD),
+        ROW("overlong 3-byte slash", "\xe0\x80\xaf", FFFD FFFD FFFD),
+        ROW("overlong 3-byte U+07FF", "\xe0\x9f\xbf", FFFD FFFD FFFD),
+        ROW("overlong 4-byte", "\xf0\x80\x80\xaf", FFFD FFFD FFFD FFFD),
+        ROW("overlong 4-byte U+FFFF", "\xf0\x8f\xbf\xbf", FFFD FFFD FFFD FFFD),
+        ROW("high surrogate", "\xed\xa0\x80", FFFD FFFD FFFD),
+        ROW("low surrogate", "\xed\xbf\xbf", FFFD FFFD FFFD),
+        ROW("above U+10FFFF (F4 90)", "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD),
+        ROW("F5 lead", "\xf5\x80\x80\x80", FFFD FFFD FFFD FFFD),
+        ROW("FE and FF", "\xfe\xff", FFFD FFFD),
+        ROW("stray continuation", "a\x80z", "a" FFFD "z"),
+        ROW("two stray continuations", "\xbf\xbf", FFFD FFFD),
+        ROW("cut 2-byte at end", "a\xc3", "a" FFFD),
+        ROW("cut 3-byte at end", "\xe2\x82", FFFD FFFD),
+        ROW("cut 4-byte at end", "\xf0\x9f\x98", FFFD FFFD FFFD),
+        ROW("cut 3-byte before ASCII",
+                "\xe2\x82"
+                "A",
+                FFFD FFFD "A"),
+        ROW("lead before a valid sequence", "\xc3\xc3\xa9", FFFD "\xc3\xa9"),
+        ROW("mix", "\"\xc3\xa9\n\xff", "\\\"\xc3\xa9\\n" FFFD),
 };
 
 static void test_escape_table(void **state)
@@ -74,8 +80,8 @@ static void test_escape_table(void **state)
 		memset(out, 'Z', sizeof out);
 		size_t need = audit_json_escape(out, sizeof out, c->in, c->inlen);
 		if (strcmp(out, c->out) != 0 || need != strlen(c->out)) {
-			print_error("row \"%s\": got \"%s\" (%zu), want \"%s\"\n", c->name, out, need,
-				c->out);
+			print_error("row \"%s\": got \"%s\" (%zu), want \"%s\"\n", c->name, out,
+			        need, c->out);
 			fail();
 		}
 	}
@@ -174,11 +180,12 @@ static void test_check_object(void **state)
 	const char *prev;
 	size_t prevlen;
 	static const char *const good[] = {
-		"{}",
-		" { } ",
-		"{\"a\":1}",
-		"{\"a\":-0.5e+3,\"b\":\"x\\u00e9\\n\",\"c\":[1,[],{}],\"d\":true,\"e\":false,\"f\":null}",
-		"{\"k\":\"caf\xc3\xa9\"}",
+	        "{}",
+	        " { } ",
+	        "{\"a\":1}",
+	        "{\"a\":-0.5e+3,\"b\":\"x\\u00e9\\n\",\"c\":[1,[],{}],\"d\":true,\"e\":false,\"f\":"
+	        "null}",
+	        "{\"k\":\"caf\xc3\xa9\"}",
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		if (check(good[i], &prev, &prevlen) != 0) {
@@ -188,24 +195,24 @@ static void test_check_object(void **state)
 		assert_null(prev);
 	}
 	static const char *const bad[] = {
-		"",
-		"[]",
-		"\"x\"",
-		"{",
-		"{\"a\"}",
-		"{\"a\":}",
-		"{\"a\":1,}",
-		"{\"a\":01}",
-		"{\"a\":1} x",
-		"{\"a\":\"\x01\"}",
-		"{\"a\":\"\\x\"}",
-		"{\"a\":\"\\u12\"}",
-		"{\"a\":\"\xff\"}",
-		"{\"a\":\"\xed\xa0\x80\"}",
-		"{\"a\":tru}",
-		"{a:1}",
-		"{\"prev\":1}",
-		"{\"prev\":\"a\",\"prev\":\"b\"}",
+	        "",
+	        "[]",
+	        "\"x\"",
+	        "{",
+	        "{\"a\"}",
+	        "{\"a\":}",
+	        "{\"a\":1,}",
+	        "{\"a\":01}",
+	        "{\"a\":1} x",
+	        "{\"a\":\"\x01\"}",
+	        "{\"a\":\"\\x\"}",
+	        "{\"a\":\"\\u12\"}",
+	        "{\"a\":\"\xff\"}",
+	        "{\"a\":\"\xed\xa0\x80\"}",
+	        "{\"a\":tru}",
+	        "{a:1}",
+	        "{\"prev\":1}",
+	        "{\"prev\":\"a\",\"prev\":\"b\"}",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		if (check(bad[i], &prev, &prevlen) != -1) {
@@ -238,11 +245,11 @@ static void test_check_object(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_escape_table),
-		cmocka_unit_test(test_escape_output_is_clean),
-		cmocka_unit_test(test_escape_cut_at_cap),
-		cmocka_unit_test(test_utf8_valid_len),
-		cmocka_unit_test(test_check_object),
+	        cmocka_unit_test(test_escape_table),
+	        cmocka_unit_test(test_escape_output_is_clean),
+	        cmocka_unit_test(test_escape_cut_at_cap),
+	        cmocka_unit_test(test_utf8_valid_len),
+	        cmocka_unit_test(test_check_object),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,7 +35,10 @@ static char tmpdir[64];
 static int setup(void **state)
 {
 	(void)state;
-	memcpy(tmpdir, "/tmp/egressd-audit-XXXXXX", 26);
+	/* mkdtemp's template: the name, then six 'X' it replaces. */
+	memcpy(tmpdir, "/tmp/egressd-audit-", 19);
+	memset(tmpdir + 19, 'X', 6);
+	tmpdir[25] = '\0';
 	return mkdtemp(tmpdir) == NULL ? -1 : 0;
 }
 
@@ -93,11 +96,12 @@ static void sha256_hex(const char *s, size_t len, char *hex)
 static const char *after_ts(const char *line)
 {
 	regex_t re;
-	assert_int_equal(regcomp(&re,
-				 "^\\{\"ts\":\"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):"
-				 "([0-9]{2})\\.[0-9]{3}Z\",\"seq\":",
-				 REG_EXTENDED),
-		0);
+	assert_int_equal(
+	        regcomp(&re,
+	                "^\\{\"ts\":\"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):"
+	                "([0-9]{2})\\.[0-9]{3}Z\",\"seq\":",
+	                REG_EXTENDED),
+	        0);
 	regmatch_t m[7];
 	int rc = regexec(&re, line, 7, m, 0);
 	regfree(&re);
@@ -183,17 +187,17 @@ static void test_key_order_values_and_omission(void **state)
 	read_lines(path, &l);
 	assert_int_equal(l.n, 3);
 	assert_string_equal(after_ts(l.line[0]),
-		",\"seq\":1,\"event\":\"connect\",\"conn\":42,\"session\":\"default\","
-		"\"client\":\"127.0.0.1:50000\",\"method\":\"CONNECT\",\"host\":\"origin.test\","
-		"\"port\":443,\"path\":\"/a\",\"action\":\"git:fetch\",\"decision\":\"allow\","
-		"\"reason\":\"allowed\",\"rule\":\"allowDomains: origin.test\","
-		"\"addr\":\"127.0.0.1:443\",\"status\":200,\"bytes_out\":0,"
-		"\"bytes_in\":1234567890123,\"duration_ms\":15,\"end\":\"client-eof\","
-		"\"version\":\"0.1.0\",\"error\":\"none\"}");
+	        ",\"seq\":1,\"event\":\"connect\",\"conn\":42,\"session\":\"default\","
+	        "\"client\":\"127.0.0.1:50000\",\"method\":\"CONNECT\",\"host\":\"origin.test\","
+	        "\"port\":443,\"path\":\"/a\",\"action\":\"git:fetch\",\"decision\":\"allow\","
+	        "\"reason\":\"allowed\",\"rule\":\"allowDomains: origin.test\","
+	        "\"addr\":\"127.0.0.1:443\",\"status\":200,\"bytes_out\":0,"
+	        "\"bytes_in\":1234567890123,\"duration_ms\":15,\"end\":\"client-eof\","
+	        "\"version\":\"0.1.0\",\"error\":\"none\"}");
 	assert_string_equal(after_ts(l.line[1]), ",\"seq\":2,\"event\":\"stop\"}");
 	assert_string_equal(after_ts(l.line[2]),
-		",\"seq\":3,\"event\":\"request\",\"host\":\"a\\\"b\\n\xef\xbf\xbd.test\","
-		"\"port\":0,\"k\":\"v\"}");
+	        ",\"seq\":3,\"event\":\"request\",\"host\":\"a\\\"b\\n\xef\xbf\xbd.test\","
+	        "\"port\":0,\"k\":\"v\"}");
 	free_lines(&l);
 
 	struct stat st;
@@ -463,9 +467,12 @@ static void test_failed_write_is_kept_and_retried(void **state)
 	struct lines l;
 	read_lines(real, &l);
 	assert_int_equal(l.n, 3);
-	assert_non_null(strstr(l.line[0], ",\"seq\":1,\"event\":\"connect\",\"host\":\"lost.test\""));
-	assert_non_null(strstr(l.line[1], ",\"seq\":2,\"event\":\"connect\",\"host\":\"lost2.test\""));
-	assert_non_null(strstr(l.line[2], ",\"seq\":3,\"event\":\"connect\",\"host\":\"kept.test\""));
+	assert_non_null(
+	        strstr(l.line[0], ",\"seq\":1,\"event\":\"connect\",\"host\":\"lost.test\""));
+	assert_non_null(
+	        strstr(l.line[1], ",\"seq\":2,\"event\":\"connect\",\"host\":\"lost2.test\""));
+	assert_non_null(
+	        strstr(l.line[2], ",\"seq\":3,\"event\":\"connect\",\"host\":\"kept.test\""));
 	free_lines(&l);
 	assert_int_equal(audit_verify(real, err, sizeof err), 0);
 }
@@ -517,7 +524,7 @@ static void test_long_fields_are_cut(void **state)
 	/* The path is cut with the marker; the fields after it are still there. */
 	assert_non_null(strstr(l.line[0], "\xe2\x80\xa6truncated\",\"rule\":\"rrr"));
 	assert_non_null(strstr(l.line[0], "\xe2\x80\xa6truncated\",\"status\":403,\"end\":\"done\","
-					  "\"error\":\"rrr"));
+	                                  "\"error\":\"rrr"));
 	assert_int_equal(audit_verify(path, err, sizeof err), 0);
 	free_lines(&l);
 }
@@ -552,7 +559,8 @@ static void test_stdout(void **state)
 	struct lines l;
 	read_lines(path, &l);
 	assert_int_equal(l.n, 2);
-	assert_non_null(strstr(l.line[1], ",\"seq\":2,\"event\":\"connect\",\"host\":\"out.test\""));
+	assert_non_null(
+	        strstr(l.line[1], ",\"seq\":2,\"event\":\"connect\",\"host\":\"out.test\""));
 	free_lines(&l);
 }
 
@@ -569,15 +577,15 @@ static void test_open_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_key_order_values_and_omission),
-		cmocka_unit_test(test_seq_counts_and_appends),
-		cmocka_unit_test(test_chain_and_verify),
-		cmocka_unit_test(test_chain_continues_when_appending),
-		cmocka_unit_test(test_reopen_after_rename),
-		cmocka_unit_test(test_failed_write_is_kept_and_retried),
-		cmocka_unit_test(test_long_fields_are_cut),
-		cmocka_unit_test(test_stdout),
-		cmocka_unit_test(test_open_errors),
+	        cmocka_unit_test(test_key_order_values_and_omission),
+	        cmocka_unit_test(test_seq_counts_and_appends),
+	        cmocka_unit_test(test_chain_and_verify),
+	        cmocka_unit_test(test_chain_continues_when_appending),
+	        cmocka_unit_test(test_reopen_after_rename),
+	        cmocka_unit_test(test_failed_write_is_kept_and_retried),
+	        cmocka_unit_test(test_long_fields_are_cut),
+	        cmocka_unit_test(test_stdout),
+	        cmocka_unit_test(test_open_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

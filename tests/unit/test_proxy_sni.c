@@ -22,8 +22,8 @@ struct bytes {
 
 /* Lets OpenSSL write the first flight of a client into out.  frag > 0 caps its record size, so a
  * large hello spans records; alpn_count > 0 adds that many 40-byte ALPN names to make it large. */
-static void openssl_hello(struct bytes *out, const char *sni, int minv, int maxv, unsigned frag,
-	int alpn_count)
+static void openssl_hello(
+        struct bytes *out, const char *sni, int minv, int maxv, unsigned frag, int alpn_count)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	assert_non_null(ctx);
@@ -129,14 +129,14 @@ static enum proxy_sni_result parse(const struct bytes *h, char *name, const char
 }
 
 static void expect(const struct bytes *h, enum proxy_sni_result want, const char *want_name,
-	const char *want_why)
+        const char *want_why)
 {
 	char name[PROXY_SNI_NAME_BUF];
 	const char *why = "unset";
 	enum proxy_sni_result r = parse(h, name, &why);
 	if (r != want) {
 		print_error("got %s (%s), want %s\n", proxy_sni_result_name(r), why ? why : "-",
-			proxy_sni_result_name(want));
+		        proxy_sni_result_name(want));
 		fail();
 	}
 	if (want == PROXY_SNI_FOUND) {
@@ -162,7 +162,7 @@ static void expect_prefixes(const struct bytes *h, enum proxy_sni_result want, c
 		enum proxy_sni_result r = proxy_sni_parse(h->b, len, name, sizeof name, &why);
 		if (r != PROXY_SNI_NEED_MORE) {
 			print_error("prefix %zu of %zu: got %s (%s)\n", len, h->n,
-				proxy_sni_result_name(r), why ? why : "-");
+			        proxy_sni_result_name(r), why ? why : "-");
 			fail();
 		}
 		assert_null(why);
@@ -275,10 +275,10 @@ static void build(struct bytes *out, const uint8_t *exts, size_t extlen, int no_
 	msg.b[n++] = 3, msg.b[n++] = 3;
 	memset(msg.b + n, 0x11, 32);
 	n += 32;
-	msg.b[n++] = 0;                                   /* session id */
-	msg.b[n++] = 0, msg.b[n++] = 2;                   /* cipher suites */
+	msg.b[n++] = 0;                 /* session id */
+	msg.b[n++] = 0, msg.b[n++] = 2; /* cipher suites */
 	msg.b[n++] = 0x13, msg.b[n++] = 0x01;
-	msg.b[n++] = 1, msg.b[n++] = 0;                   /* compression: null */
+	msg.b[n++] = 1, msg.b[n++] = 0; /* compression: null */
 	if (!no_ext_block) {
 		msg.b[n++] = (uint8_t)(extlen >> 8);
 		msg.b[n++] = (uint8_t)extlen;
@@ -299,7 +299,7 @@ static void add_sni(struct bytes *e, int type, const char *name, size_t nlen)
 	size_t list = 3 + nlen;
 	size_t ext = 2 + list;
 	uint8_t hdr[9] = {0, 0, (uint8_t)(ext >> 8), (uint8_t)ext, (uint8_t)(list >> 8),
-		(uint8_t)list, (uint8_t)type, (uint8_t)(nlen >> 8), (uint8_t)nlen};
+	        (uint8_t)list, (uint8_t)type, (uint8_t)(nlen >> 8), (uint8_t)nlen};
 	memcpy(e->b + e->n, hdr, 9);
 	memcpy(e->b + e->n + 9, name, nlen);
 	e->n += 9 + nlen;
@@ -366,8 +366,8 @@ static void test_built_bad(void **state)
 
 	/* Two names in one list. */
 	e.n = 0;
-	static const uint8_t two[] = {0, 0, 0, 22, 0, 20, 0, 0, 8, 'o', 'n', 'e', '.', 't', 'e', 's',
-		't', 0, 0, 8, 't', 'w', 'o', '.', 't', 'e', 's', 't'};
+	static const uint8_t two[] = {0, 0, 0, 22, 0, 20, 0, 0, 8, 'o', 'n', 'e', '.', 't', 'e',
+	        's', 't', 0, 0, 8, 't', 'w', 'o', '.', 't', 'e', 's', 't'};
 	memcpy(e.b, two, sizeof two);
 	e.n = sizeof two;
 	build(&h, e.b, e.n, 0);
@@ -387,7 +387,7 @@ static void test_built_bad(void **state)
 
 	/* Bytes a host name cannot hold. */
 	static const char *const odd[] = {"a b.test", "a\0b.test", "a/b.test", "a:443",
-		"caf\xc3\xa9.test", "a%2e.test", "a\n.test"};
+	        "caf\xc3\xa9.test", "a%2e.test", "a\n.test"};
 	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
 		e.n = 0;
 		add_sni(&e, 0, odd[i], i == 1 ? 8 : strlen(odd[i]));
@@ -447,8 +447,8 @@ static void test_built_bad(void **state)
 
 	/* A handshake body too short to hold a hello. */
 	static const uint8_t tiny[] = {22, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3};
-	assert_int_equal(proxy_sni_parse(tiny, sizeof tiny, name, sizeof name, &why),
-		PROXY_SNI_BAD);
+	assert_int_equal(
+	        proxy_sni_parse(tiny, sizeof tiny, name, sizeof name, &why), PROXY_SNI_BAD);
 
 	/* Not a ClientHello (a ServerHello), known from its first byte. */
 	build(&h, e.b, e.n, 0);
@@ -467,11 +467,11 @@ static void test_built_bad(void **state)
 
 	/* Record lengths: empty, and over 2^14. */
 	static const uint8_t empty[] = {22, 3, 1, 0, 0};
-	assert_int_equal(proxy_sni_parse(empty, sizeof empty, name, sizeof name, &why),
-		PROXY_SNI_BAD);
+	assert_int_equal(
+	        proxy_sni_parse(empty, sizeof empty, name, sizeof name, &why), PROXY_SNI_BAD);
 	static const uint8_t huge[] = {22, 3, 1, 0x40, 0x01, 1};
-	assert_int_equal(proxy_sni_parse(huge, sizeof huge, name, sizeof name, &why),
-		PROXY_SNI_BAD);
+	assert_int_equal(
+	        proxy_sni_parse(huge, sizeof huge, name, sizeof name, &why), PROXY_SNI_BAD);
 	assert_string_equal(why, "record longer than 16384 bytes");
 
 	/* A hello longer than the cap, said by its header. */
@@ -485,35 +485,35 @@ static void test_not_tls(void **state)
 	(void)state;
 	char name[PROXY_SNI_NAME_BUF];
 	const char *why;
-	static const char *const texts[] = {"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n", "SSH-2.0-",
-		"G", "\x80\x2e\x01\x03\x01"};
+	static const char *const texts[] = {"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n",
+	        "SSH-2.0-", "G", "\x80\x2e\x01\x03\x01"};
 	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
 		why = NULL;
 		assert_int_equal(proxy_sni_parse((const uint8_t *)texts[i], strlen(texts[i]), name,
-					 sizeof name, &why),
-			PROXY_SNI_NOT_TLS);
+		                         sizeof name, &why),
+		        PROXY_SNI_NOT_TLS);
 		assert_non_null(why);
 	}
 	/* 0x16 then a byte that is not a TLS major version. */
 	assert_int_equal(proxy_sni_parse((const uint8_t *)"\x16\x02", 2, name, sizeof name, &why),
-		PROXY_SNI_NOT_TLS);
+	        PROXY_SNI_NOT_TLS);
 	/* Too little to tell. */
 	assert_int_equal(proxy_sni_parse((const uint8_t *)"", 0, name, sizeof name, &why),
-		PROXY_SNI_NEED_MORE);
+	        PROXY_SNI_NEED_MORE);
 	assert_int_equal(proxy_sni_parse((const uint8_t *)"\x16\x03", 2, name, sizeof name, &why),
-		PROXY_SNI_NEED_MORE);
+	        PROXY_SNI_NEED_MORE);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_openssl_hellos),
-		cmocka_unit_test(test_openssl_no_sni),
-		cmocka_unit_test(test_openssl_multi_record),
-		cmocka_unit_test(test_split_across_records),
-		cmocka_unit_test(test_built_good),
-		cmocka_unit_test(test_built_bad),
-		cmocka_unit_test(test_not_tls),
+	        cmocka_unit_test(test_openssl_hellos),
+	        cmocka_unit_test(test_openssl_no_sni),
+	        cmocka_unit_test(test_openssl_multi_record),
+	        cmocka_unit_test(test_split_across_records),
+	        cmocka_unit_test(test_built_good),
+	        cmocka_unit_test(test_built_bad),
+	        cmocka_unit_test(test_not_tls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
