@@ -50,16 +50,35 @@ static const struct record zone[] = {
         {"pending.test", QTYPE_A, "192.0.2.60", 300},
         {"alias.test", QTYPE_CNAME, "target.test", 30},
         {"target.test", QTYPE_A, "192.0.2.70", 300},
+        {"big.test", QTYPE_A, "192.0.2.80", 300},
 };
 static const char *const servfail_names[] = {"fail.test"};
 static const char *const silent_names[] = {"silent.test", "silent2.test"};
+static const char *const tc_names[] = {"big.test"};
 
 #define MAX_NAMES 32
+#define MAX_TCP 8
+
+struct fake_dns;
+
+struct fake_tcp {
+	struct fake_dns *f;
+	int fd; /* -1 once closed */
+	struct event *ev;
+	uint8_t buf[600];
+	size_t len;
+};
 
 struct fake_dns {
+	struct event_base *base;
 	int fd;
 	uint16_t port;
 	struct event *ev;
+	int lfd; /* TCP listener on the same port */
+	struct event *lev;
+	struct fake_tcp tcp[MAX_TCP];
+	size_t ntcp;
+	int tcp_total; /* queries that came over TCP */
 	size_t nnames;
 	char names[MAX_NAMES][256]; /* every name asked for */
 	int counts[MAX_NAMES];      /* packets received per name */
@@ -102,23 +121,20 @@ static void put16(uint8_t *p, unsigned v)
 	p[1] = (uint8_t)v;
 }
 
-static void fake_read(evutil_socket_t fd, short what, void *arg)
+/* Builds the answer to the query q (n bytes) into out; returns its length, or 0 to stay
+ * silent.  Over UDP, names in tc_names get an empty answer with TC set, so the client must ask
+ * again over TCP. */
+static size_t fake_answer(struct fake_dns *f, const uint8_t *q, size_t n, int tcp, uint8_t *out)
 {
-	(void)what;
-	struct fake_dns *f = arg;
-	uint8_t q[512], out[1024];
-	struct sockaddr_storage from;
-	socklen_t fromlen = sizeof from;
-	ssize_t n = recvfrom(fd, q, sizeof q, 0, (struct sockaddr *)&from, &fromlen);
 	if (n < 12)
-		return;
+		return 0;
 	/* The question: labels from offset 12, then type and class. */
 	char name[256];
 	size_t off = 12, nlen = 0;
-	while (off < (size_t)n && q[off] != 0) {
+	while (off < n && q[off] != 0) {
 		size_t l = q[off++];
-		if (l > 63 || off + l > (size_t)n || nlen + l + 1 >= sizeof name)
-			return;
+		if (l > 63 || off + l > n || nlen + l + 1 >= sizeof name)
+			return 0;
 		if (nlen)
 			name[nlen++] = '.';
 		for (size_t i = 0; i < l; i++) {
@@ -128,18 +144,27 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
 		off += l;
 	}
 	name[nlen] = '\0';
-	if (off + 5 > (size_t)n)
-		return;
+	if (off + 5 > n)
+		return 0;
 	size_t qend = off + 5;
 	int qtype = (q[off + 1] << 8) | q[off + 2];
 	fake_note(f, name);
 	if (in_list(silent_names, sizeof silent_names / sizeof silent_names[0], name))
-		return;
+		return 0;
 
+	if (tcp)
+		f->tcp_total++;
 	int rcode = 0, found = 0;
 	if (in_list(servfail_names, sizeof servfail_names / sizeof servfail_names[0], name))
 		rcode = RCODE_SERVFAIL;
 	memcpy(out, q, qend);
+	if (!tcp && in_list(tc_names, sizeof tc_names / sizeof tc_names[0], name)) {
+		out[2] = (uint8_t)(0x80 | 0x02 | (q[2] & 0x01)); /* QR, TC, RD as asked */
+		out[3] = 0x80;
+		put16(out + 4, 1);
+		memset(out + 6, 0, 6);
+		return qend;
+	}
 	size_t len = qend, an = 0;
 	unsigned owner = 0xc00c; /* the answers' name: a pointer to the question's */
 	const char *lookup = name;
@@ -198,26 +223,115 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
 	put16(out + 6, (unsigned)an);
 	put16(out + 8, 0);
 	put16(out + 10, 0);
-	sendto(fd, out, len, 0, (struct sockaddr *)&from, fromlen);
+	return len;
 }
 
+static void fake_read(evutil_socket_t fd, short what, void *arg)
+{
+	(void)what;
+	struct fake_dns *f = arg;
+	uint8_t q[512], out[1024];
+	struct sockaddr_storage from;
+	socklen_t fromlen = sizeof from;
+	ssize_t n = recvfrom(fd, q, sizeof q, 0, (struct sockaddr *)&from, &fromlen);
+	if (n < 12)
+		return;
+	size_t len = fake_answer(f, q, (size_t)n, 0, out);
+	if (len)
+		sendto(fd, out, len, 0, (struct sockaddr *)&from, fromlen);
+}
+
+/* One TCP connection: queries arrive with a two-byte length in front. */
+static void fake_tcp_read(evutil_socket_t fd, short what, void *arg)
+{
+	(void)what;
+	struct fake_tcp *t = arg;
+	ssize_t n = recv(fd, t->buf + t->len, sizeof t->buf - t->len, 0);
+	if (n <= 0) {
+		event_del(t->ev);
+		close(t->fd);
+		t->fd = -1;
+		return;
+	}
+	t->len += (size_t)n;
+	while (t->len >= 2) {
+		size_t qlen = ((size_t)t->buf[0] << 8) | t->buf[1];
+		if (t->len < 2 + qlen)
+			break;
+		uint8_t out[1026];
+		size_t len = fake_answer(t->f, t->buf + 2, qlen, 1, out + 2);
+		if (len) {
+			put16(out, (unsigned)len);
+			assert_int_equal(send(fd, out, len + 2, 0), (ssize_t)(len + 2));
+		}
+		memmove(t->buf, t->buf + 2 + qlen, t->len - 2 - qlen);
+		t->len -= 2 + qlen;
+	}
+}
+
+static void fake_accept(evutil_socket_t fd, short what, void *arg)
+{
+	(void)what;
+	struct fake_dns *f = arg;
+	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK);
+	if (c == -1)
+		return;
+	if (f->ntcp == MAX_TCP) {
+		close(c);
+		return;
+	}
+	struct fake_tcp *t = &f->tcp[f->ntcp++];
+	t->f = f;
+	t->fd = c;
+	t->len = 0;
+	t->ev = event_new(f->base, c, EV_READ | EV_PERSIST, fake_tcp_read, t);
+	assert_non_null(t->ev);
+	event_add(t->ev, NULL);
+}
+
+/* Binds a UDP socket and a TCP listener to the same ephemeral loopback port; another program
+ * may hold the TCP side of the port the UDP socket drew, so a few draws are allowed. */
 static void fake_start(struct fake_dns *f, struct event_base *base)
 {
 	memset(f, 0, sizeof *f);
-	f->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	assert_true(f->fd != -1);
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(f->fd, (struct sockaddr *)&sin, sizeof sin), 0);
-	socklen_t sl = sizeof sin;
-	assert_int_equal(getsockname(f->fd, (struct sockaddr *)&sin, &sl), 0);
+	f->base = base;
+	struct sockaddr_in sin;
+	for (int attempt = 0;; attempt++) {
+		assert_true(attempt < 50);
+		memset(&sin, 0, sizeof sin);
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		f->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		assert_true(f->fd != -1);
+		assert_int_equal(bind(f->fd, (struct sockaddr *)&sin, sizeof sin), 0);
+		socklen_t sl = sizeof sin;
+		assert_int_equal(getsockname(f->fd, (struct sockaddr *)&sin, &sl), 0);
+		f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		assert_true(f->lfd != -1);
+		if (bind(f->lfd, (struct sockaddr *)&sin, sizeof sin) == 0)
+			break;
+		close(f->lfd);
+		close(f->fd);
+	}
 	f->port = ntohs(sin.sin_port);
+	assert_int_equal(listen(f->lfd, 8), 0);
 	f->ev = event_new(base, f->fd, EV_READ | EV_PERSIST, fake_read, f);
 	assert_non_null(f->ev);
 	assert_int_equal(event_add(f->ev, NULL), 0);
+	f->lev = event_new(base, f->lfd, EV_READ | EV_PERSIST, fake_accept, f);
+	assert_non_null(f->lev);
+	assert_int_equal(event_add(f->lev, NULL), 0);
 }
 
 static void fake_stop(struct fake_dns *f)
 {
+	for (size_t i = 0; i < f->ntcp; i++) {
+		event_free(f->tcp[i].ev);
+		if (f->tcp[i].fd != -1)
+			close(f->tcp[i].fd);
+	}
+	event_free(f->lev);
+	close(f->lfd);
 	event_free(f->ev);
 	close(f->fd);
 }
@@ -751,6 +865,23 @@ static void test_cache_eviction(void **state)
 	fixture_free(fx);
 }
 
+/* A truncated UDP answer makes c-ares ask again over TCP: the connect is the one time it waits
+ * for a socket to become writable. */
+static void test_truncated_over_tcp(void **state)
+{
+	(void)state;
+	struct fixture *fx = fixture_new(2000);
+	struct result res = {0};
+	dns_resolve(fx->r, "big.test", on_answer, &res);
+	run_until(fx, &res.calls, 1, 3000);
+	assert_int_equal(res.calls, 1);
+	assert_int_equal(res.status, DNS_OK);
+	assert_int_equal(res.ans.n, 1);
+	assert_addr(&res.ans.addrs[0], "192.0.2.80");
+	assert_true(fx->fake.tcp_total >= 1);
+	fixture_free(fx);
+}
+
 static void test_status_str(void **state)
 {
 	(void)state;
@@ -768,6 +899,7 @@ int main(void)
 	        cmocka_unit_test(test_both_families),
 	        cmocka_unit_test(test_cname),
 	        cmocka_unit_test(test_cache_eviction),
+	        cmocka_unit_test(test_truncated_over_tcp),
 	        cmocka_unit_test(test_cache_ttl),
 	        cmocka_unit_test(test_nxdomain),
 	        cmocka_unit_test(test_servfail),
