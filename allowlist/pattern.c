@@ -423,7 +423,7 @@ static int parse_pattern(const char *pat, size_t len, struct parsed *out, char *
  * that parses back to itself. */
 static void format_pattern(const struct parsed *p, char *buf, size_t cap)
 {
-	char port[8] = "";
+	char port[16] = "";
 	if (p->port == ALLOW_PORT_ANY)
 		snprintf(port, sizeof port, ":*");
 	else if (p->port > 0)

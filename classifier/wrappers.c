@@ -301,8 +301,8 @@ static int w_env(struct cls_ctx *c, struct run *r)
 		struct cls_word piece = *g.vw;
 		piece.s = g.val;
 		piece.len = g.vlen;
-		struct cls_word *split;
-		size_t ns;
+		struct cls_word *split = NULL;
+		size_t ns = 0;
 		if (env_split(c, &piece, &split, &ns) == -1)
 			return -1;
 		size_t rest = r->n - k;

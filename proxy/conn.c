@@ -168,7 +168,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 	switch (c->state) {
 	case PROXY_CS_CLOSING:
 		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			proxy_conn_close(c, c->end ? c->end : "complete");
+			proxy_conn_close(c, c->end ? c->end : "client-closed");
 		break;
 	case PROXY_CS_TUNNEL:
 		proxy_relay_drained(c, &c->client);
@@ -192,7 +192,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR)
-		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "client-error");
+		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "error");
 	else
 		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "client-closed");
 }
@@ -265,7 +265,7 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (c->state == PROXY_CS_PEEK) {
-		proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "upstream-closed" : "upstream-error");
+		proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "upstream-closed" : "error");
 		return;
 	}
 	if (c->state == PROXY_CS_FORWARD) {
@@ -273,7 +273,7 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 			c->up.eof = 1;
 			proxy_http_upstream_eof(c);
 		} else {
-			proxy_conn_close(c, "upstream-error");
+			proxy_conn_close(c, "error");
 		}
 		return;
 	}

@@ -354,6 +354,15 @@ void proxy_decide(struct proxy_conn *c)
 	}
 	c->requests++;
 	memcpy(c->rule, d.rule, sizeof c->rule);
+	if (proxy_session_new_host(c->session, c->dest.host, proxy_now_ms()) == -1) {
+		char rule[120];
+		snprintf(rule, sizeof rule, "limits.maxNewHostsPerMinute (%llu)",
+			(unsigned long long)c->session->cfg->limits.max_new_hosts_per_minute);
+		proxy_deny(c, 429, "limit-new-hosts", rule,
+			"The session reached as many new hosts this minute as it may; wait, or reuse a "
+			"host already reached");
+		return;
+	}
 	if (reuse) {
 		memcpy(c->addr_text, kept_addr, sizeof c->addr_text);
 		proxy_conn_upstream_connected(c);

@@ -21,6 +21,20 @@
 
 #define HEAD_FIELDS_START 16
 
+/* The raw-byte check of a request head, on top of http-parser (which is lenient about these):
+ * every line ends in CRLF, no obsolete line folding, header names are tokens with the colon right
+ * after them, values hold no control bytes.  States of proxy_head.scan: */
+enum scan_state {
+	SCAN_OFF = 0,     /* not scanning (responses) */
+	SCAN_REQLINE,     /* in the request line */
+	SCAN_LINE_START,  /* at the start of a header line, or of the blank line */
+	SCAN_NAME,        /* in a field name */
+	SCAN_VALUE,       /* in a field value */
+	SCAN_CR,          /* after a CR: only LF may follow */
+	SCAN_END_CR,      /* after the CR of the blank line */
+	SCAN_DONE,        /* the head ended */
+};
+
 static struct proxy_conn *conn_of(http_parser *p)
 {
 	return p->data;
@@ -170,6 +184,15 @@ static int req_begin(http_parser *p)
 	return head_on_begin(&conn_of(p)->req);
 }
 
+/* Gets the request head ready for the next message. */
+static void req_reset(struct proxy_conn *c)
+{
+	http_parser_init(&c->req_parser, HTTP_REQUEST);
+	c->req_parser.data = c;
+	head_reset(&c->req);
+	c->req.scan = SCAN_REQLINE;
+}
+
 static int req_url(http_parser *p, const char *at, size_t len)
 {
 	return head_on_url(&conn_of(p)->req, at, len);
@@ -206,6 +229,10 @@ static int req_body(http_parser *p, const char *at, size_t len)
 	struct proxy_conn *c = conn_of(p);
 	if (c->up.bev == NULL)
 		return -1;
+	if (c->session != NULL && !proxy_session_bytes_ok(c->session, len, 0)) {
+		c->end = "limit-bytes";
+		return -1;
+	}
 	struct evbuffer *out = bufferevent_get_output(c->up.bev);
 	if (c->req_chunked)
 		add_chunk(out, at, len);
@@ -274,6 +301,10 @@ static int resp_headers_complete(http_parser *p)
 static int resp_body(http_parser *p, const char *at, size_t len)
 {
 	struct proxy_conn *c = conn_of(p);
+	if (c->session != NULL && !proxy_session_bytes_ok(c->session, 0, len)) {
+		c->end = "limit-bytes";
+		return -1;
+	}
 	struct evbuffer *out = bufferevent_get_output(c->client.bev);
 	if (c->resp_chunked)
 		add_chunk(out, at, len);
@@ -302,6 +333,75 @@ static const http_parser_settings resp_settings = {
 	.on_message_complete = resp_message_complete,
 };
 
+static int is_tchar(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       (ch != 0 && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+/* Scans data; returns 0, or -1 with h->bad_why set. */
+static int scan_head(struct proxy_head *h, const unsigned char *d, size_t n)
+{
+	for (size_t i = 0; i < n && h->scan != SCAN_DONE; i++) {
+		unsigned char ch = d[i];
+		switch ((enum scan_state)h->scan) {
+		case SCAN_REQLINE:
+			if (ch == '\r')
+				h->scan = SCAN_CR;
+			else if (ch == '\n')
+				h->bad_why = "a line ends in a bare LF (CRLF required)";
+			break;
+		case SCAN_LINE_START:
+			if (ch == '\r')
+				h->scan = SCAN_END_CR;
+			else if (ch == ' ' || ch == '\t')
+				h->bad_why = "obsolete line folding (a header line starts with white space)";
+			else if (ch == '\n')
+				h->bad_why = "a line ends in a bare LF (CRLF required)";
+			else if (is_tchar(ch))
+				h->scan = SCAN_NAME;
+			else
+				h->bad_why = "a header name holds a character that is not allowed";
+			break;
+		case SCAN_NAME:
+			if (ch == ':')
+				h->scan = SCAN_VALUE;
+			else if (ch == ' ' || ch == '\t')
+				h->bad_why = "white space between a header name and its colon";
+			else if (!is_tchar(ch))
+				h->bad_why = "a header name holds a character that is not allowed";
+			break;
+		case SCAN_VALUE:
+			if (ch == '\r')
+				h->scan = SCAN_CR;
+			else if (ch == '\n')
+				h->bad_why = "a line ends in a bare LF (CRLF required)";
+			else if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+				h->bad_why = "a header value holds a control character";
+			break;
+		case SCAN_CR:
+			if (ch != '\n')
+				h->bad_why = "a bare CR inside the head";
+			else
+				h->scan = SCAN_LINE_START;
+			break;
+		case SCAN_END_CR:
+			if (ch != '\n')
+				h->bad_why = "a bare CR inside the head";
+			else
+				h->scan = SCAN_DONE;
+			break;
+		default:
+			break;
+		}
+		if (h->bad_why != NULL) {
+			h->bad = 1;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 enum feed_result {
 	FEED_MORE,   /* consumed everything; wants more input */
 	FEED_PAUSED, /* stopped at a head or message end; the rest stays in the buffer */
@@ -317,6 +417,8 @@ static enum feed_result feed(http_parser *p, const http_parser_settings *s, stru
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
 		int in_head = !h->complete;
+		if (in_head && h->scan != SCAN_OFF && scan_head(h, v.iov_base, v.iov_len) == -1)
+			return FEED_ERROR;
 		size_t used = http_parser_execute(p, s, v.iov_base, v.iov_len);
 		if (in_head) {
 			h->bytes += used;
@@ -335,16 +437,21 @@ static enum feed_result feed(http_parser *p, const http_parser_settings *s, stru
 	return FEED_MORE;
 }
 
+void proxy_http_init_parser(struct proxy_conn *c, uint32_t max_header_bytes, uint32_t max_headers)
+{
+	c->req.limit = max_header_bytes;
+	c->req.fmax = max_headers;
+	c->resp.limit = max_header_bytes;
+	c->resp.fmax = max_headers;
+	req_reset(c);
+}
+
 void proxy_http_init_conn(struct proxy_conn *c)
 {
 	const struct allow_global_limits *lim = &c->gen->cfg->limits;
-	http_parser_init(&c->req_parser, HTTP_REQUEST);
-	c->req_parser.data = c;
-	c->req.limit = (uint32_t)(lim->max_header_bytes > UINT32_MAX / 2 ? UINT32_MAX / 2
-									: lim->max_header_bytes);
-	c->req.fmax = (uint32_t)(lim->max_headers > 100000 ? 100000 : lim->max_headers);
-	c->resp.limit = c->req.limit;
-	c->resp.fmax = c->req.fmax;
+	proxy_http_init_parser(c,
+		(uint32_t)(lim->max_header_bytes > UINT32_MAX / 2 ? UINT32_MAX / 2 : lim->max_header_bytes),
+		(uint32_t)(lim->max_headers > 100000 ? 100000 : lim->max_headers));
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, PROXY_LOW_WATER, 0);
 }
 
@@ -411,13 +518,100 @@ static unsigned request_action(const char *method, const char *path)
 	return ALLOW_TAG_HTTP_WRITE;
 }
 
-static void bad_request(struct proxy_conn *c, int status, const char *reason, const char *why)
+/* Framing checks on a complete request head, beyond what http-parser enforces (it already
+ * refuses Content-Length with Transfer-Encoding, disagreeing or non-numeric Content-Lengths, and a
+ * request Transfer-Encoding whose last coding is not chunked). */
+static int check_framing(struct proxy_conn *c, const char **reason, char *why, size_t whylen)
 {
-	proxy_deny(c, status, reason, NULL, why);
+	const http_parser *p = &c->req_parser;
+	const struct proxy_head *h = &c->req;
+	int te = 0;
+	for (uint32_t i = 0; i < h->nfields; i++) {
+		const struct proxy_hfield *f = &h->fields[i];
+		if (!name_is(h, f, "transfer-encoding"))
+			continue;
+		te++;
+		const char *v = h->arena + f->value;
+		size_t n = f->value_len;
+		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		while (n > 0 && (*v == ' ' || *v == '\t')) {
+			v++;
+			n--;
+		}
+		if (n != 7 || strncasecmp(v, "chunked", 7) != 0) {
+			*reason = "bad-request";
+			snprintf(why, whylen, "Transfer-Encoding other than a single \"chunked\" is refused");
+			return 400;
+		}
+	}
+	if (te > 1) {
+		*reason = "bad-request";
+		snprintf(why, whylen, "more than one Transfer-Encoding header");
+		return 400;
+	}
+	if (te && p->http_major == 1 && p->http_minor == 0) {
+		*reason = "bad-request";
+		snprintf(why, whylen, "Transfer-Encoding in an HTTP/1.0 request");
+		return 400;
+	}
+	if (p->http_major != 1 || p->http_minor > 1) {
+		*reason = "bad-request";
+		snprintf(why, whylen, "only HTTP/1.0 and HTTP/1.1 requests are forwarded");
+		return 400;
+	}
+	if (p->method == HTTP_TRACE) {
+		*reason = "method-not-allowed";
+		snprintf(why, whylen, "TRACE is not forwarded");
+		return 405;
+	}
+	return 0;
 }
 
-/* A complete request head is in c->req: canonicalise the destination and start the decision. */
-static void request_head_done(struct proxy_conn *c)
+int proxy_http_head_parse(struct proxy_conn *c, struct evbuffer *in, const char **reason, char *why,
+	size_t whylen)
+{
+	if (c->req.bytes == 0 && evbuffer_get_length(in) >= 6) {
+		/* http-parser does not know TRACK; it gets the answer TRACE gets. */
+		char m[6];
+		evbuffer_copyout(in, m, 6);
+		if (memcmp(m, "TRACK ", 6) == 0) {
+			*reason = "method-not-allowed";
+			snprintf(why, whylen, "TRACK is not forwarded");
+			return 405;
+		}
+	}
+	enum feed_result r = feed(&c->req_parser, &req_settings, &c->req, in);
+	if (r == FEED_ERROR) {
+		enum http_errno e = HTTP_PARSER_ERRNO(&c->req_parser);
+		if (c->req.bad) {
+			*reason = "bad-request";
+			snprintf(why, whylen, "Malformed request head: %s", c->req.bad_why);
+			return 400;
+		}
+		if (c->req.overflow || e == HPE_HEADER_OVERFLOW) {
+			if (c->req.nfields == 0) {
+				*reason = "uri-too-long";
+				snprintf(why, whylen,
+					"The request line is longer than limits.maxHeaderBytes");
+				return 414;
+			}
+			*reason = "headers-too-large";
+			snprintf(why, whylen,
+				"The request head is larger than limits.maxHeaderBytes or has more "
+				"than limits.maxHeaders fields");
+			return 431;
+		}
+		*reason = "bad-request";
+		snprintf(why, whylen, "Malformed request: %s", http_errno_description(e));
+		return 400;
+	}
+	if (r == FEED_PAUSED && c->req.complete)
+		return check_framing(c, reason, why, whylen) ?: 1;
+	return 0;
+}
+
+int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why, size_t whylen)
 {
 	http_parser *p = &c->req_parser;
 	struct proxy_head *h = &c->req;
@@ -433,38 +627,29 @@ static void request_head_done(struct proxy_conn *c)
 	memset(&c->dest, 0, sizeof c->dest);
 	free(c->path);
 	c->path = NULL;
-	bufferevent_disable(c->client.bev, EV_READ);
-	evtimer_del(c->timer);
+	*reason = "bad-request";
 
-	if (p->method == HTTP_TRACE) {
-		bad_request(c, 405, "method-not-allowed", "TRACE is not forwarded");
-		return;
-	}
 	enum allow_canon_err err;
 	if (c->is_connect) {
 		err = allow_canon_authority(url, ulen, 0, &c->dest);
 		if (err != ALLOW_CANON_OK) {
-			char why[200];
-			snprintf(why, sizeof why, "The CONNECT target is not host:port (%s)",
+			snprintf(why, whylen, "The CONNECT target is not host:port (%s)",
 				allow_canon_strerror(err));
-			bad_request(c, 400, "bad-request", why);
-			return;
+			memset(&c->dest, 0, sizeof c->dest);
+			return 400;
 		}
-		/* The head's final LF is still buffered (the parser paused before it). */
-		evbuffer_drain(bufferevent_get_input(c->client.bev), 1);
-		proxy_decide(c);
-		return;
+		return 0;
 	}
 	static const char http_scheme[] = "http://";
 	if (ulen < sizeof http_scheme - 1 || strncasecmp(url, http_scheme, sizeof http_scheme - 1) != 0) {
 		if (ulen >= 8 && strncasecmp(url, "https://", 8) == 0)
-			bad_request(c, 400, "bad-request",
+			snprintf(why, whylen,
 				"Https URLs go through CONNECT (set HTTPS_PROXY, not a plain request)");
 		else
-			bad_request(c, 400, "bad-request",
-				"This is a forward proxy: send the absolute URI (http://host/path) or "
-				"use CONNECT");
-		return;
+			snprintf(why, whylen,
+				"This is a forward proxy: send the absolute URI (http://host/path) or use "
+				"CONNECT");
+		return 400;
 	}
 	const char *auth = url + sizeof http_scheme - 1, *uend = url + ulen;
 	const char *aend = auth;
@@ -472,18 +657,17 @@ static void request_head_done(struct proxy_conn *c)
 		aend++;
 	err = allow_canon_authority(auth, (size_t)(aend - auth), 80, &c->dest);
 	if (err != ALLOW_CANON_OK) {
-		char why[200];
-		snprintf(why, sizeof why, "The request URI's host is not valid (%s)",
+		snprintf(why, whylen, "The request URI's host is not valid (%s)",
 			allow_canon_strerror(err));
-		bad_request(c, 400, "bad-request", why);
-		return;
+		memset(&c->dest, 0, sizeof c->dest);
+		return 400;
 	}
 	const char *frag = memchr(aend, '#', (size_t)(uend - aend));
 	size_t plen = (size_t)((frag ? frag : uend) - aend);
 	c->path = malloc(plen + 2);
 	if (c->path == NULL) {
-		proxy_conn_close(c, "error");
-		return;
+		snprintf(why, whylen, "out of memory");
+		return 400;
 	}
 	size_t off = 0;
 	if (plen == 0 || aend[0] == '?')
@@ -491,6 +675,25 @@ static void request_head_done(struct proxy_conn *c)
 	memcpy(c->path + off, aend, plen);
 	c->path[off + plen] = '\0';
 	c->action = request_action(c->method, c->path);
+	return 0;
+}
+
+/* A complete request head is in c->req: read its target and start the decision. */
+static void request_head_done(struct proxy_conn *c)
+{
+	bufferevent_disable(c->client.bev, EV_READ);
+	evtimer_del(c->timer);
+	const char *reason;
+	char why[300];
+	int st = proxy_http_head_target(c, &reason, why, sizeof why);
+	if (st != 0) {
+		proxy_deny(c, st, reason, NULL, why);
+		return;
+	}
+	if (c->is_connect) {
+		/* The head's final LF is still buffered (the parser paused before it). */
+		evbuffer_drain(bufferevent_get_input(c->client.bev), 1);
+	}
 	proxy_decide(c);
 }
 
@@ -539,7 +742,7 @@ void proxy_http_upstream_ready(struct proxy_conn *c)
 static void body_error(struct proxy_conn *c)
 {
 	/* The head was forwarded already; a broken body can only end both sides. */
-	proxy_conn_close(c, "client-error");
+	proxy_conn_close(c, c->end != NULL ? c->end : "error");
 }
 
 void proxy_http_client_read(struct proxy_conn *c)
@@ -548,27 +751,13 @@ void proxy_http_client_read(struct proxy_conn *c)
 	if (c->state == PROXY_CS_HEAD) {
 		if (c->req.bytes == 0 && evbuffer_get_length(in) > 0 && c->requests > 0)
 			proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);
-		enum feed_result r = feed(&c->req_parser, &req_settings, &c->req, in);
-		if (r == FEED_ERROR) {
-			enum http_errno e = HTTP_PARSER_ERRNO(&c->req_parser);
-			if (c->req.overflow || e == HPE_HEADER_OVERFLOW) {
-				if (c->req.nfields == 0)
-					bad_request(c, 414, "uri-too-long",
-						"The request line is longer than limits.maxHeaderBytes");
-				else
-					bad_request(c, 431, "headers-too-large",
-						"The request head is larger than limits.maxHeaderBytes "
-						"or has more than limits.maxHeaders fields");
-			} else {
-				char why[200];
-				snprintf(why, sizeof why, "Malformed request: %s",
-					http_errno_description(e));
-				bad_request(c, 400, "bad-request", why);
-			}
-			return;
-		}
-		if (r == FEED_PAUSED && c->req.complete)
+		const char *reason;
+		char why[300];
+		int st = proxy_http_head_parse(c, in, &reason, why, sizeof why);
+		if (st == 1)
 			request_head_done(c);
+		else if (st != 0)
+			proxy_deny(c, st, reason, NULL, why);
 		return;
 	}
 	if (c->state != PROXY_CS_FORWARD || c->req.msg_complete) {
@@ -649,13 +838,11 @@ static void response_done(struct proxy_conn *c)
 		c->up_key[0] = '\0';
 	}
 	if (!c->req_keepalive || c->resp_eof_framed || c->srv->stopping || !c->req.msg_complete) {
-		proxy_conn_finish(c, "complete");
+		proxy_conn_finish(c, c->resp_eof_framed ? "upstream-closed" : "client-closed");
 		return;
 	}
 	proxy_conn_set_state(c, PROXY_CS_HEAD);
-	http_parser_init(&c->req_parser, HTTP_REQUEST);
-	c->req_parser.data = c;
-	head_reset(&c->req);
+	req_reset(c);
 	proxy_head_free(&c->resp);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
 	bufferevent_enable(c->client.bev, EV_READ);
@@ -665,8 +852,8 @@ static void response_done(struct proxy_conn *c)
 
 static void upstream_error(struct proxy_conn *c, const char *why)
 {
-	if (c->resp_sent) {
-		proxy_conn_close(c, "upstream-error");
+	if (c->resp_sent || c->end != NULL) {
+		proxy_conn_close(c, "error");
 		return;
 	}
 	char rule[200];

@@ -37,7 +37,18 @@ struct proxy_session {
 	uint64_t bytes_out;                     /* client to upstream, all connections */
 	uint64_t bytes_in;                      /* upstream to client */
 	uint64_t started_ms;                    /* monotonic time the session began */
+	char **seen;                            /* hosts reached so far (open hash, owned) */
+	size_t seen_n, seen_cap;
+	uint64_t *ring;                         /* times of the last new hosts (owned) */
+	size_t ring_head, ring_n;
 };
+
+/* session.c.  proxy_session_new_host: 0 when host may be reached now (recording it when new),
+ * -1 when it is a new host beyond limits.maxNewHostsPerMinute.  proxy_session_bytes_ok: 1 when
+ * moving out/in more bytes stays within the byte limits. */
+int proxy_session_new_host(struct proxy_session *s, const char *host, uint64_t now_ms);
+int proxy_session_bytes_ok(const struct proxy_session *s, uint64_t out, uint64_t in);
+void proxy_session_free(struct proxy_session *s);
 
 /* One loaded config with what was built from it.  Connections hold a reference, so a reload can
  * swap generations while old connections finish on the config they started with. */
@@ -110,6 +121,7 @@ struct proxy_head {
 	int overflow;                /* a limit was crossed (431) */
 	int bad;                     /* a forbidden byte or form was seen; why in bad_why */
 	const char *bad_why;
+	int scan;                    /* raw-byte scanner state (requests only; 0 = off) */
 };
 
 struct proxy_half {
@@ -199,7 +211,17 @@ void proxy_format_addr(const struct dns_addr *a, uint16_t port, char *buf, size_
  * session, bound, resolve, address policy, loop check; then connect or deny. */
 void proxy_decide(struct proxy_conn *c);
 
-/* http.c */
+/* http.c.  proxy_http_head_parse runs the request parser over `in` while a head is incomplete:
+ * 0 = needs more bytes; 1 = a complete head that passed every framing check (the parser is paused
+ * before any body byte); or an HTTP status (400, 405, 414, 431) with a reason code and a sentence
+ * in why.  proxy_http_head_target then reads the destination and path out of a complete head:
+ * 0, or a status as above.  Neither touches a socket, so tests and fuzzers drive them directly on
+ * a bare struct proxy_conn set up by proxy_http_init_parser. */
+void proxy_http_init_parser(struct proxy_conn *c, uint32_t max_header_bytes, uint32_t max_headers);
+int proxy_http_head_parse(struct proxy_conn *c, struct evbuffer *in, const char **reason, char *why,
+	size_t whylen);
+int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why, size_t whylen);
+
 void proxy_http_init_conn(struct proxy_conn *c);
 void proxy_http_client_read(struct proxy_conn *c);
 void proxy_http_upstream_ready(struct proxy_conn *c);

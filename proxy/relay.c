@@ -21,7 +21,7 @@ static struct proxy_half *other(struct proxy_conn *c, struct proxy_half *h)
 static int maybe_done(struct proxy_conn *c)
 {
 	if (c->client.shut && c->up.shut) {
-		proxy_conn_close(c, c->client.eof && c->end == NULL ? "complete" : c->end);
+		proxy_conn_close(c, c->end != NULL ? c->end : "client-closed");
 		return 1;
 	}
 	return 0;
@@ -48,6 +48,11 @@ void proxy_relay_read(struct proxy_conn *c, struct proxy_half *from)
 	size_t n = evbuffer_get_length(in);
 	if (n == 0)
 		return;
+	if (c->session != NULL && !proxy_session_bytes_ok(c->session, from == &c->client ? n : 0,
+					  from == &c->client ? 0 : n)) {
+		proxy_conn_close(c, "limit-bytes");
+		return;
+	}
 	if (from == &c->client) {
 		c->bytes_out += n;
 		if (c->session != NULL)
@@ -74,7 +79,7 @@ void proxy_relay_drained(struct proxy_conn *c, struct proxy_half *to)
 void proxy_relay_event(struct proxy_conn *c, struct proxy_half *h, short what)
 {
 	if (what & BEV_EVENT_ERROR) {
-		proxy_conn_close(c, h == &c->client ? "client-error" : "upstream-error");
+		proxy_conn_close(c, "error");
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {

@@ -74,6 +74,8 @@ void proxy_gen_release(struct proxy_gen *gen)
 	if (gen == NULL || --gen->refs > 0)
 		return;
 	dns_resolver_free(gen->dns);
+	for (size_t i = 0; gen->sessions != NULL && i < gen->cfg->nsessions; i++)
+		proxy_session_free(&gen->sessions[i]);
 	free(gen->sessions);
 	allow_config_free(gen->cfg);
 	free(gen);
