@@ -21,7 +21,7 @@
 #include "audit/audit.h"
 #include "audit/json.h"
 
-#define MAX_LINES 64
+#define MAX_LINES 4096
 
 struct lines {
 	char *buf;             /* the whole file */
@@ -60,7 +60,7 @@ static void read_lines(const char *path, struct lines *l)
 	memset(l, 0, sizeof *l);
 	FILE *f = fopen(path, "rb");
 	assert_non_null(f);
-	size_t cap = 1 << 20;
+	size_t cap = 8 << 20;
 	l->buf = malloc(cap + 1);
 	assert_non_null(l->buf);
 	l->len = fread(l->buf, 1, cap, f);
@@ -477,6 +477,103 @@ static void test_failed_write_is_kept_and_retried(void **state)
 	assert_int_equal(audit_verify(real, err, sizeof err), 0);
 }
 
+/* Reads whatever the non-blocking pipe holds into buf at *len. */
+static void drain(int fd, char *buf, size_t cap, size_t *len)
+{
+	for (;;) {
+		ssize_t n = read(fd, buf + *len, cap - *len);
+		if (n <= 0)
+			return;
+		*len += (size_t)n;
+	}
+}
+
+/* A reader that stalls: writes end short and then with EAGAIN.  Nothing formatted is lost or
+ * split between lines, the pending buffer is bounded, and what is refused stays out of seq and
+ * the chain. */
+static void test_short_writes_and_full_pending(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_true(fcntl(p[0], F_SETFL, O_NONBLOCK) != -1);
+	assert_true(fcntl(p[1], F_SETFL, O_NONBLOCK) != -1);
+	fcntl(p[1], F_SETPIPE_SZ, 4096);
+	size_t cap = 4 * AUDIT_PENDING_MAX;
+	char *got = malloc(cap);
+	assert_non_null(got);
+	size_t glen = 0;
+	size_t big = 60 * 1024;
+	char *longpath = malloc(big + 1);
+	assert_non_null(longpath);
+	memset(longpath, 'p', big);
+	longpath[big] = '\0';
+
+	fflush(stdout);
+	int saved = dup(1);
+	assert_true(saved != -1);
+	assert_int_equal(dup2(p[1], 1), 1);
+	char err[256];
+	struct audit_log *log = audit_open("-", 1, err, sizeof err);
+	int first_fail = -1, writes = 0, refused_at = -1;
+	uint64_t dropped = 0;
+	const char *e1 = NULL;
+	if (log != NULL) {
+		struct audit_rec r;
+		audit_rec_init(&r);
+		r.event = "request";
+		r.path = longpath;
+		/* 1 MiB of pending lines is about 17 of these; 40 must hit the bound. */
+		for (int i = 0; i < 40; i++, writes++) {
+			if (audit_write(log, &r) == -1 && first_fail == -1) {
+				first_fail = i;
+				e1 = audit_last_error(log);
+			}
+			if (audit_dropped(log) > 0 && refused_at == -1)
+				refused_at = i;
+		}
+		/* The reader catches up: each write now gets further (a few KiB a round). */
+		for (int i = 0; i < 4000 && audit_last_error(log) != NULL; i++) {
+			drain(p[0], got, cap, &glen);
+			r.path = "/small";
+			audit_write(log, &r);
+			writes++;
+		}
+		drain(p[0], got, cap, &glen);
+		dropped = audit_dropped(log);
+		audit_close(log);
+		drain(p[0], got, cap, &glen);
+	}
+	dup2(saved, 1);
+	close(saved);
+	close(p[0]);
+	close(p[1]);
+	free(longpath);
+	assert_non_null(log);
+
+	/* The very first line (about 60 KiB) already outgrows a 4 KiB pipe. */
+	assert_int_equal(first_fail, 0);
+	assert_non_null(e1);
+	assert_true(refused_at > 0);
+	assert_true(dropped > 0);
+
+	/* Every line that was not refused arrived whole, in seq order, chained. */
+	char path[128];
+	tpath(path, sizeof path, "pipe.jsonl");
+	write_file(path, got, glen);
+	assert_int_equal(audit_verify(path, err, sizeof err), 0);
+	struct lines l;
+	read_lines(path, &l);
+	assert_int_equal(l.n, (size_t)writes - dropped);
+	for (size_t i = 0; i < l.n; i++) {
+		char want[32];
+		snprintf(want, sizeof want, ",\"seq\":%zu,", i + 1);
+		assert_non_null(strstr(l.line[i], want));
+	}
+	free_lines(&l);
+	free(got);
+}
+
 static void test_long_fields_are_cut(void **state)
 {
 	(void)state;
@@ -584,6 +681,7 @@ int main(void)
 	        cmocka_unit_test(test_reopen_after_rename),
 	        cmocka_unit_test(test_failed_write_is_kept_and_retried),
 	        cmocka_unit_test(test_long_fields_are_cut),
+	        cmocka_unit_test(test_short_writes_and_full_pending),
 	        cmocka_unit_test(test_stdout),
 	        cmocka_unit_test(test_open_errors),
 	};
