@@ -68,6 +68,9 @@ struct parser {
 	struct heredoc *pending;   /* here-docs whose bodies come after the next newline */
 	struct heredoc **ptail;
 	struct cls_cmd **tail;  /* where the next simple command is appended */
+	int assign_ok;          /* the next word could be an assignment (command position) */
+	int redir_target;       /* the next word is a redirection target */
+	int assign_saved;       /* assign_ok before that redirection */
 };
 
 /* A growable byte buffer for a word being decoded: starts on the stack, moves to the arena. */
@@ -168,8 +171,11 @@ static int parse_subst(struct parser *P, size_t open)
 		return -1;
 	size_t n;
 	struct token *t;
+	int saved = P->assign_ok;
+	P->assign_ok = 1;
 	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
 		return -1;
+	P->assign_ok = saved;
 	/* parse_list stops at a token it cannot use; it must be our closing parenthesis. */
 	if (P->tok.kind != T_RPAREN) {
 		if (P->tok.kind == T_EOF)
@@ -539,6 +545,7 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	sub.base = P->base + open + 1;
 	sub.ptail = &sub.pending;
 	sub.tail = P->tail;
+	sub.assign_ok = 1;
 	size_t n;
 	struct token *t;
 	if (parse_list(&sub, NULL, &n) == -1 || peek(&sub, &t) == -1)
@@ -640,6 +647,67 @@ static int parse_array(struct parser *P)
 	}
 }
 
+/* NAME[ ... ] in a position where an assignment is acceptable: bash reads the subscript as a
+ * bracket pair, across blanks and operators, with P->pos at the '['. */
+static int parse_subscript(struct parser *P, struct wbuf *b, unsigned *flags)
+{
+	size_t open = P->pos;
+	int depth = 0;
+	for (;;) {
+		if (P->pos >= P->len)
+			return ERR(P, open, "unterminated [");
+		char ch = P->s[P->pos];
+		if (ch == '\\') {
+			size_t k = P->pos + 1 < P->len ? 2 : 1;
+			if (wb_put(P, b, P->s + P->pos, k) == -1)
+				return -1;
+			P->pos += k;
+			continue;
+		}
+		if (ch == '\'') {
+			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+			if (q == NULL)
+				return ERR(P, P->pos, "unterminated single quote");
+			P->pos = (size_t)(q - P->s) + 1;
+			*flags |= CLS_W_QUOTED;
+			continue;
+		}
+		if (ch == '"') {
+			P->pos++;
+			if (parse_dquote(P, b, flags) == -1)
+				return -1;
+			continue;
+		}
+		if (ch == '$') {
+			if (parse_dollar(P, b, flags, 0) == -1)
+				return -1;
+			continue;
+		}
+		if (ch == '`') {
+			if (parse_backtick(P, b, flags) == -1)
+				return -1;
+			continue;
+		}
+		if (ch == '[')
+			depth++;
+		if (wb_putc(P, b, ch) == -1)
+			return -1;
+		P->pos++;
+		if (ch == ']' && --depth == 0)
+			return 0;
+	}
+}
+
+static int is_name_so_far(const struct wbuf *b, unsigned flags)
+{
+	if (flags != 0 || b->n == 0 || !is_name_start(b->p[0]))
+		return 0;
+	for (size_t i = 1; i < b->n; i++)
+		if (!is_name_char(b->p[i]))
+			return 0;
+	return 1;
+}
+
 /* Reads one word starting at P->pos into t. */
 static int read_word(struct parser *P, struct token *t)
 {
@@ -713,6 +781,12 @@ static int read_word(struct parser *P, struct token *t)
 			P->pos++;
 			break;
 		case '[':
+			if (P->assign_ok && is_name_so_far(&b, flags)) {
+				if (parse_subscript(P, &b, &flags) == -1)
+					return -1;
+				flags |= CLS_W_GLOB; /* as a command word it is a pattern, never a name */
+				break;
+			}
 			lbracket = 1;
 			if (wb_putc(P, &b, ch) == -1)
 				return -1;
@@ -1023,12 +1097,44 @@ static int lex_word(struct parser *P, struct token *t)
 	return 0;
 }
 
+static int is_assignment(const struct cls_word *w);
+
+/* Whether a word after token t could be an assignment, as bash decides it. */
+static void update_assign_ok(struct parser *P, const struct token *t)
+{
+	static const char *const openers[] = {"if", "then", "else", "elif", "do", "while", "until",
+		"{", "!", "time", NULL};
+	if (t->kind == T_REDIR) {
+		P->assign_saved = P->assign_ok;
+		P->redir_target = 1;
+		P->assign_ok = 0;
+		return;
+	}
+	if (t->kind != T_WORD) {
+		P->assign_ok = 1;
+		P->redir_target = 0;
+		return;
+	}
+	if (P->redir_target) {
+		P->redir_target = 0;
+		P->assign_ok = P->assign_saved;
+		return;
+	}
+	int opener = 0;
+	if (!(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)))
+		for (size_t i = 0; openers[i] != NULL; i++)
+			if (strcmp(t->w.s, openers[i]) == 0)
+				opener = 1;
+	P->assign_ok = opener || (P->assign_ok && is_assignment(&t->w));
+}
+
 static int peek(struct parser *P, struct token **t)
 {
 	if (!P->have) {
 		if (lex_word(P, &P->tok) == -1)
 			return -1;
 		P->have = 1;
+		update_assign_ok(P, &P->tok);
 	}
 	*t = &P->tok;
 	return 0;
@@ -1545,8 +1651,9 @@ static int parse_command(struct parser *P)
 		return parse_simple(P);
 	if (t->kind != T_WORD)
 		return unexpected(P, t);
+	/* "!" is taken by parse_pipeline at a pipeline's start; after a pipe it is an error */
 	static const char *const bad[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}",
-		"in", NULL};
+		"in", "!", NULL};
 	if (is_word(t, "in")) {
 		/* "in" is reserved only inside for/case heads */
 		return parse_simple(P);
@@ -1719,6 +1826,7 @@ int cls_parse(struct cls_ctx *c, const char *src, size_t len, size_t base, struc
 	P.len = len;
 	P.base = base;
 	P.ptail = &P.pending;
+	P.assign_ok = 1;
 	while (*out != NULL)
 		out = &(*out)->next;
 	P.tail = out;

@@ -340,6 +340,14 @@ c("git push; eval $X", "deny", "eval of a non-static argument")
 c("echo hi; `", "deny", "lone backtick")
 c("ls && && git push", "deny", "doubled operator")
 c("git fetch ||", "deny", "trailing or")
+# --- found by fuzzing
+c("ht[tp OPST kshps://x.test", "deny", "NAME[ in command position opens a subscript up to ]")
+c("a[1 2]=x git push", "git:push", "subscript assignment with a blank inside")
+c("echo ht[tp x", "none", "NAME[ as an argument is an ordinary word")
+c("x[a b] https://x.test", "deny", "subscript word as the command is a pattern")
+c("echo push | ! git push", "deny", "! after a pipe is a syntax error")
+c("! ! git push", "git:push", "doubled !")
+c("curl https://x.test | time git push", "git:push,http:read", "time after a pipe is the time command")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
     for line, exp, note in C:
         assert "\t" not in line and "\n" not in line, line
