@@ -191,6 +191,7 @@ static void req_reset(struct proxy_conn *c)
 	c->req_parser.data = c;
 	head_reset(&c->req);
 	c->req.scan = SCAN_REQLINE;
+	c->req.nstart = 0;
 }
 
 static int req_url(http_parser *p, const char *at, size_t len)
@@ -346,6 +347,8 @@ static int scan_head(struct proxy_head *h, const unsigned char *d, size_t n)
 		unsigned char ch = d[i];
 		switch ((enum scan_state)h->scan) {
 		case SCAN_REQLINE:
+			if (h->nstart < sizeof h->start - 1)
+				h->start[h->nstart++] = (char)ch;
 			if (ch == '\r')
 				h->scan = SCAN_CR;
 			else if (ch == '\n')
@@ -571,19 +574,15 @@ static int check_framing(struct proxy_conn *c, const char **reason, char *why, s
 int proxy_http_head_parse(struct proxy_conn *c, struct evbuffer *in, const char **reason, char *why,
 	size_t whylen)
 {
-	if (c->req.bytes == 0 && evbuffer_get_length(in) >= 6) {
-		/* http-parser does not know TRACK; it gets the answer TRACE gets. */
-		char m[6];
-		evbuffer_copyout(in, m, 6);
-		if (memcmp(m, "TRACK ", 6) == 0) {
+	enum feed_result r = feed(&c->req_parser, &req_settings, &c->req, in);
+	if (r == FEED_ERROR) {
+		enum http_errno e = HTTP_PARSER_ERRNO(&c->req_parser);
+		if (e == HPE_INVALID_METHOD && c->req.nstart >= 5 && memcmp(c->req.start, "TRACK", 5) == 0) {
+			/* http-parser does not know TRACK; it gets the answer TRACE gets. */
 			*reason = "method-not-allowed";
 			snprintf(why, whylen, "TRACK is not forwarded");
 			return 405;
 		}
-	}
-	enum feed_result r = feed(&c->req_parser, &req_settings, &c->req, in);
-	if (r == FEED_ERROR) {
-		enum http_errno e = HTTP_PARSER_ERRNO(&c->req_parser);
 		if (c->req.bad) {
 			*reason = "bad-request";
 			snprintf(why, whylen, "Malformed request head: %s", c->req.bad_why);

@@ -122,6 +122,9 @@ struct proxy_head {
 	int bad;                     /* a forbidden byte or form was seen; why in bad_why */
 	const char *bad_why;
 	int scan;                    /* raw-byte scanner state (requests only; 0 = off) */
+	char start[8];               /* the first bytes of a request line, for methods http-parser
+	                                does not know */
+	uint32_t nstart;
 };
 
 struct proxy_half {

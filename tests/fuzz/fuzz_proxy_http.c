@@ -1,0 +1,91 @@
+/* Fuzzes the request-head parser with its framing checks (proxy_http_head_parse) and the target
+ * reading that follows it (proxy_http_head_target).
+ *
+ * The first input byte picks where the rest is split in two deliveries, so heads cut at every
+ * place are tried.  Properties, checked with abort():
+ * - a head that passes is made only of token names and values without CR, LF or NUL;
+ * - a target that passes is canonical (canonicalising its host again gives the same text) and a
+ *   plain request's path starts with '/' and holds no white space or control byte. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "allowlist/host.h"
+#include "proxy/proxy.h"
+
+static void check_head(const struct proxy_head *h)
+{
+	for (uint32_t i = 0; i < h->nfields; i++) {
+		const struct proxy_hfield *f = &h->fields[i];
+		if (f->name_len == 0)
+			abort();
+		for (uint32_t j = 0; j < f->name_len; j++) {
+			unsigned char ch = (unsigned char)h->arena[f->name + j];
+			if (ch <= ' ' || ch == ':' || ch >= 0x7f)
+				abort();
+		}
+		for (uint32_t j = 0; j < f->value_len; j++) {
+			unsigned char ch = (unsigned char)h->arena[f->value + j];
+			if (ch == '\r' || ch == '\n' || ch == 0)
+				abort();
+		}
+	}
+}
+
+static void check_target(const struct proxy_conn *c)
+{
+	struct allow_dest again;
+	if (allow_canon_host(c->dest.host, strlen(c->dest.host), &again) != ALLOW_CANON_OK)
+		abort();
+	if (strcmp(again.host, c->dest.host) != 0 || again.kind != c->dest.kind)
+		abort();
+	if (c->dest.port == 0)
+		abort();
+	if (!c->is_connect) {
+		if (c->path == NULL || c->path[0] != '/')
+			abort();
+		for (const char *p = c->path; *p; p++)
+			if ((unsigned char)*p <= ' ' || (unsigned char)*p == 0x7f)
+				abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	size_t split = data[0] % size;
+	data++;
+	size--;
+	if (split > size)
+		split = size;
+
+	struct proxy_conn c;
+	memset(&c, 0, sizeof c);
+	proxy_http_init_parser(&c, 2048, 32);
+	struct evbuffer *in = evbuffer_new();
+	if (in == NULL)
+		return 0;
+	const char *reason = NULL;
+	char why[300];
+	evbuffer_add(in, data, split);
+	int st = proxy_http_head_parse(&c, in, &reason, why, sizeof why);
+	if (st == 0) {
+		evbuffer_add(in, data + split, size - split);
+		st = proxy_http_head_parse(&c, in, &reason, why, sizeof why);
+	}
+	if (st > 1 && (reason == NULL || why[0] == '\0'))
+		abort();
+	if (st == 1) {
+		check_head(&c.req);
+		if (proxy_http_head_target(&c, &reason, why, sizeof why) == 0)
+			check_target(&c);
+	}
+	free(c.path);
+	proxy_head_free(&c.req);
+	proxy_head_free(&c.resp);
+	evbuffer_free(in);
+	return 0;
+}
