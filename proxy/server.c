@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -307,6 +308,23 @@ void proxy_server_conn_gone(struct proxy_server *srv)
 	check_stopped(srv);
 }
 
+/* Each client and each upstream takes a descriptor: lift the soft limit to the hard one so that
+ * limits.maxClients, not a 1024-descriptor default, is what bounds egressd. */
+static void raise_fd_limit(uint64_t max_clients)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2 * max_clients + 64)
+		fprintf(stderr, "egressd: the descriptor limit (%llu) is below what limits.maxClients "
+				"(%llu) needs; raise it (ulimit -n) or lower maxClients\n",
+			(unsigned long long)rl.rlim_cur, (unsigned long long)max_clients);
+}
+
 int proxy_serve(const char *config_path)
 {
 	struct allow_errors errs = {0};
@@ -339,6 +357,8 @@ int proxy_serve(const char *config_path)
 	srv->gen = gen_new(srv->base, cfg);
 	if (srv->gen == NULL)
 		goto out;
+	raise_fd_limit(srv->gen->cfg->limits.max_clients);
+	http_parser_set_max_header_size((uint32_t)(srv->gen->cfg->limits.max_header_bytes + 1024));
 	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
 	for (int i = 0; i < 5; i++) {
 		srv->sig[i] = evsignal_new(srv->base, sigs[i], signal_cb, srv);
