@@ -838,6 +838,9 @@ def main():
     ap.add_argument("--no-install", action="store_true", help="never run apt-get")
     ap.add_argument("--out", default=None, help="results folder (default bench/out/STAMP)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (configs, logs)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one parameter of the mode (reps, wrk_s, gets, fetches, "
+                    "fetch_s, tunnels, tunnel_s, decide_s, budget_s)")
     ap.add_argument("--perf", action="store_true",
                     help="profile egressd with perf record during each figure (into the results "
                     "folder); the profiler's own cost lowers egressd's figures in that run")
@@ -846,6 +849,11 @@ def main():
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
     mode = "quick" if args.quick else "full"
+    for kv in args.set:
+        key, _, value = kv.partition("=")
+        if key not in MODES[mode]:
+            ap.error("--set: unknown parameter %r" % key)
+        MODES[mode][key] = type(MODES[mode][key])(float(value))
     wanted = [t for t in TARGETS if t in args.targets.split(",")]
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = args.out or os.path.join(HERE, "out", stamp)
