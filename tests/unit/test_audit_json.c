@@ -183,8 +183,8 @@ static void test_check_object(void **state)
 	        "{}",
 	        " { } ",
 	        "{\"a\":1}",
-	        "{\"a\":-0.5e+3,\"b\":\"x\\u00e9\\n\",\"c\":[1,[],{}],\"d\":true,\"e\":false,\"f\":"
-	        "null}",
+	        ("{\"a\":-0.5e+3,\"b\":\"x\\u00e9\\n\",\"c\":[1,[],{}],\"d\":true,\"e\":false,\"f\":"
+	         "null}"),
 	        "{\"k\":\"caf\xc3\xa9\"}",
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
