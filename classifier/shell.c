@@ -1654,10 +1654,6 @@ static int parse_command(struct parser *P)
 	/* "!" is taken by parse_pipeline at a pipeline's start; after a pipe it is an error */
 	static const char *const bad[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}",
 		"in", "!", NULL};
-	if (is_word(t, "in")) {
-		/* "in" is reserved only inside for/case heads */
-		return parse_simple(P);
-	}
 	if (in_stops(t, bad))
 		return unexpected(P, t);
 	static const char *const compound[] = {"if", "while", "until", "for", "select", "case", "{",

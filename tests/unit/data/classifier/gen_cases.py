@@ -348,6 +348,8 @@ c("x[a b] https://x.test", "deny", "subscript word as the command is a pattern")
 c("echo push | ! git push", "deny", "! after a pipe is a syntax error")
 c("! ! git push", "git:push", "doubled !")
 c("curl https://x.test | time git push", "git:push,http:read", "time after a pipe is the time command")
+c("in x", "deny", "in is a reserved word in command position")
+c("x=1 in", "none", "after an assignment in is an ordinary word")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
     for line, exp, note in C:
         assert "\t" not in line and "\n" not in line, line
