@@ -13,36 +13,37 @@
 #include "classifier/classifier.h"
 
 static const char *const mix[] = {
-	"ls -la",
-	"git status --short",
-	"git log --oneline -5",
-	"git diff HEAD~1 -- src/main.c",
-	"git add -A && git commit -m 'fix: handle empty input' && git push origin HEAD",
-	"git fetch && git rebase origin/main",
-	"git clone --depth 1 https://github.com/o/r.git && cd r && make",
-	"npm install && npm test",
-	"cargo build --release 2>&1 | tail -20",
-	"python3 -m pytest -q tests/ -k 'not slow'",
-	"grep -rn 'TODO' src/ | wc -l",
-	"find . -name '*.py' -exec grep -l requests {} +",
-	"curl -sSfL https://example.com/install.sh -o install.sh",
-	"curl -s -X POST -H 'Content-Type: application/json' -d '{\"a\":1}' https://api.example.com/v1",
-	"wget -q https://example.com/f.tar.gz && tar xzf f.tar.gz",
-	"echo \"$(date +%s) done\" >> build.log",
-	"export TOKEN=$(gh api user --jq .login)",
-	"for f in *.json; do jq -r '.name' \"$f\"; done",
-	"if [ -f package.json ]; then npm run build; else make; fi",
-	"cat <<EOF > config.yml\nname: test\nurl: https://example.com\nEOF",
-	"ssh deploy@host.example.com 'sudo systemctl restart app'",
-	"rsync -avz --delete ./dist/ deploy@host.example.com:/srv/www/",
-	"docker build -t app:latest . && docker push registry.example.com/app:latest",
-	"sudo -u deploy env HOME=/srv timeout 30 git pull --ff-only",
-	"bash -c 'cd /repo && git fetch --all && git status'",
-	"xargs -n1 -P4 curl -sSO < urls.txt",
-	"sed -i 's/foo/bar/g' $(grep -rl foo src/)",
-	"dig +short example.com && nslookup example.com",
-	"python3 -c \"import json,sys; print(json.load(sys.stdin)['version'])\" < package.json",
-	"make -j2 && ./build/egressd check -c examples/egressd.yaml",
+        "ls -la",
+        "git status --short",
+        "git log --oneline -5",
+        "git diff HEAD~1 -- src/main.c",
+        "git add -A && git commit -m 'fix: handle empty input' && git push origin HEAD",
+        "git fetch && git rebase origin/main",
+        "git clone --depth 1 https://github.com/o/r.git && cd r && make",
+        "npm install && npm test",
+        "cargo build --release 2>&1 | tail -20",
+        "python3 -m pytest -q tests/ -k 'not slow'",
+        "grep -rn 'deprecated' src/ | wc -l",
+        "find . -name '*.py' -exec grep -l requests {} +",
+        "curl -sSfL https://example.com/install.sh -o install.sh",
+        "curl -s -X POST -H 'Content-Type: application/json' -d '{\"a\":1}' "
+        "https://api.example.com/v1",
+        "wget -q https://example.com/f.tar.gz && tar xzf f.tar.gz",
+        "echo \"$(date +%s) done\" >> build.log",
+        "export TOKEN=$(gh api user --jq .login)",
+        "for f in *.json; do jq -r '.name' \"$f\"; done",
+        "if [ -f package.json ]; then npm run build; else make; fi",
+        "cat <<EOF > config.yml\nname: test\nurl: https://example.com\nEOF",
+        "ssh deploy@host.example.com 'sudo systemctl restart app'",
+        "rsync -avz --delete ./dist/ deploy@host.example.com:/srv/www/",
+        "docker build -t app:latest . && docker push registry.example.com/app:latest",
+        "sudo -u deploy env HOME=/srv timeout 30 git pull --ff-only",
+        "bash -c 'cd /repo && git fetch --all && git status'",
+        "xargs -n1 -P4 curl -sSO < urls.txt",
+        "sed -i 's/foo/bar/g' $(grep -rl foo src/)",
+        "dig +short example.com && nslookup example.com",
+        "python3 -c \"import json,sys; print(json.load(sys.stdin)['version'])\" < package.json",
+        "make -j2 && ./build/egressd check -c examples/egressd.yaml",
 };
 
 static double now(void)
@@ -85,7 +86,8 @@ int main(int argc, char **argv)
 	}
 	double elapsed = end - start;
 	printf("classify: %lu lines in %.3f s: %.0f classifications/s (%.1f MB/s), %zu distinct "
-		"lines, %lu refused, checksum %lx\n", done, elapsed, (double)done / elapsed,
-		(double)bytes / (double)n * (double)done / elapsed / 1e6, n, refused, checksum);
+	       "lines, %lu refused, checksum %lx\n",
+	        done, elapsed, (double)done / elapsed,
+	        (double)bytes / (double)n * (double)done / elapsed / 1e6, n, refused, checksum);
 	return 0;
 }

@@ -13,16 +13,16 @@
 #define CLS_MAX_COMMANDS 4096
 
 struct cls_result {
-	int refused;          /* 1: the line was refused (fail closed) */
-	char reason[256];     /* when refused: why, naming the construct */
-	size_t offset;        /* when refused: the byte offset where it was found */
-	unsigned tags;        /* leaf tags (allowlist/tags.h) */
-	char **programs;      /* distinct program basenames seen, sorted */
+	int refused;      /* 1: the line was refused (fail closed) */
+	char reason[256]; /* when refused: why, naming the construct */
+	size_t offset;    /* when refused: the byte offset where it was found */
+	unsigned tags;    /* leaf tags (allowlist/tags.h) */
+	char **programs;  /* distinct program basenames seen, sorted */
 	size_t nprograms;
-	char **hosts;         /* canonical hosts named literally by tagged commands, sorted */
+	char **hosts; /* canonical hosts named literally by tagged commands, sorted */
 	size_t nhosts;
-	struct allow_dest *dests; /* the same hosts with the port the line named (0: none), sorted by
-	                             host then port; what a decision checks */
+	struct allow_dest *dests; /* the same hosts with the port the line named (0: none), sorted
+	                             by host then port; what a decision checks */
 	size_t ndests;
 };
 

@@ -320,7 +320,8 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		struct cls_cmd *list = NULL;
 		if (cls_parse(c, line, len, 0, &list) == 0) {
 			for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
-				if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) == -1)
+				if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) ==
+				        -1)
 					break;
 		}
 	}

@@ -23,13 +23,27 @@ static void json_str(FILE *out, const char *s, size_t len)
 		unsigned char ch = p[i];
 		if (ch < 0x80) {
 			switch (ch) {
-			case '"': fputs("\\\"", out); break;
-			case '\\': fputs("\\\\", out); break;
-			case '\n': fputs("\\n", out); break;
-			case '\r': fputs("\\r", out); break;
-			case '\t': fputs("\\t", out); break;
-			case '\b': fputs("\\b", out); break;
-			case '\f': fputs("\\f", out); break;
+			case '"':
+				fputs("\\\"", out);
+				break;
+			case '\\':
+				fputs("\\\\", out);
+				break;
+			case '\n':
+				fputs("\\n", out);
+				break;
+			case '\r':
+				fputs("\\r", out);
+				break;
+			case '\t':
+				fputs("\\t", out);
+				break;
+			case '\b':
+				fputs("\\b", out);
+				break;
+			case '\f':
+				fputs("\\f", out);
+				break;
 			default:
 				if (ch < 0x20 || ch == 0x7f)
 					fprintf(out, "\\u%04x", ch);
@@ -39,7 +53,8 @@ static void json_str(FILE *out, const char *s, size_t len)
 			i++;
 			continue;
 		}
-		/* a UTF-8 sequence: check length, continuation bytes, overlongs, surrogates, range */
+		/* a UTF-8 sequence: check length, continuation bytes, overlongs, surrogates, range
+		 */
 		size_t n = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc0 ? 2 : 0;
 		uint32_t cp = n == 4 ? ch & 0x07u : n == 3 ? ch & 0x0fu : ch & 0x1fu;
 		int ok = n >= 2 && ch <= 0xf4 && i + n <= len;
@@ -49,8 +64,9 @@ static void json_str(FILE *out, const char *s, size_t len)
 			else
 				cp = (cp << 6) | (p[i + k] & 0x3fu);
 		}
-		if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-			(cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff))
+		if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+		                  (n == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+		                  cp > 0x10ffff))
 			ok = 0;
 		if (!ok) {
 			fputs("\xef\xbf\xbd", out);
@@ -77,7 +93,7 @@ static void json_list(FILE *out, const char *key, char *const *v, size_t n)
 static int usage(FILE *out, int rc)
 {
 	fprintf(out, "usage: egressd classify [--json] [-c FILE [--session S]] [-- LINE]\n"
-		"  (without `--' the line is read from standard input)\n");
+	             "  (without `--' the line is read from standard input)\n");
 	return rc;
 }
 
@@ -127,8 +143,8 @@ static char *join_args(int argc, char **argv, int from, size_t *len)
 
 /* The decision under a session: an action its bound denies, or a literal host it does not
  * allow, denies the line.  Writes the reason; returns 1 deny, 0 allow. */
-static int decide(const struct allow_session_config *s, const struct cls_result *r, char *reason,
-	size_t cap)
+static int decide(
+        const struct allow_session_config *s, const struct cls_result *r, char *reason, size_t cap)
 {
 	unsigned denied = r->tags & s->bound.deny_actions;
 	if (denied) {
@@ -144,8 +160,8 @@ static int decide(const struct allow_session_config *s, const struct cls_result 
 		struct allow_decision dec;
 		allow_decide(&s->bound, &d, 0, &dec);
 		if (dec.reason != ALLOW_OK) {
-			snprintf(reason, cap, "%s: %s:%u (%s)", allow_reason_code(dec.reason), d.host,
-				(unsigned)d.port, dec.rule[0] ? dec.rule : "no rule");
+			snprintf(reason, cap, "%s: %s:%u (%s)", allow_reason_code(dec.reason),
+			        d.host, (unsigned)d.port, dec.rule[0] ? dec.rule : "no rule");
 			return 1;
 		}
 	}

@@ -20,33 +20,33 @@
 #define CLS_W_QUOTED 0x10u  /* some part was quoted or backslash-escaped */
 
 struct cls_word {
-	const char *s; /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */
-	size_t len;    /* length of s */
+	const char *s;  /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */
+	size_t len;     /* length of s */
 	unsigned flags; /* CLS_W_* */
-	size_t off;    /* byte offset in the original line */
+	size_t off;     /* byte offset in the original line */
 };
 
 /* A here-document or here-string feeding a command's standard input. */
 struct cls_doc {
-	const char *s;   /* body text (arena), NUL-terminated; set once the body is read */
+	const char *s; /* body text (arena), NUL-terminated; set once the body is read */
 	size_t len;
-	int nonstatic;   /* the body holds expansions, so its text is not known */
-	int ready;       /* body has been read */
-	size_t off;      /* offset of the operator */
+	int nonstatic; /* the body holds expansions, so its text is not known */
+	int ready;     /* body has been read */
+	size_t off;    /* offset of the operator */
 };
 
 /* Command flags. */
-#define CLS_C_PIPED 0x01u      /* standard input is a pipe */
-#define CLS_C_STDIN 0x02u      /* standard input redirected from a file, here-doc or string */
-#define CLS_C_XARGS 0x04u      /* further unknown arguments are appended (xargs, parallel) */
+#define CLS_C_PIPED 0x01u /* standard input is a pipe */
+#define CLS_C_STDIN 0x02u /* standard input redirected from a file, here-doc or string */
+#define CLS_C_XARGS 0x04u /* further unknown arguments are appended (xargs, parallel) */
 
 /* One simple command as the parser found it: assignments and redirections removed. */
 struct cls_cmd {
 	struct cls_word *argv; /* words, argv[0] the command word */
 	size_t argc;
-	unsigned flags;        /* CLS_C_* */
-	struct cls_doc *doc;   /* here-doc / here-string on fd 0, or NULL */
-	struct cls_cmd *next;  /* next command in source order */
+	unsigned flags;       /* CLS_C_* */
+	struct cls_doc *doc;  /* here-doc / here-string on fd 0, or NULL */
+	struct cls_cmd *next; /* next command in source order */
 };
 
 struct cls_chunk {
@@ -70,27 +70,27 @@ struct cls_destnode {
 
 struct cls_ctx {
 	/* arena */
-	char *cur;                 /* next free byte in the current chunk */
-	size_t left;               /* bytes left in it */
-	size_t total;              /* bytes obtained from malloc so far */
-	struct cls_chunk *chunks;  /* malloc'ed chunks */
+	char *cur;                /* next free byte in the current chunk */
+	size_t left;              /* bytes left in it */
+	size_t total;             /* bytes obtained from malloc so far */
+	struct cls_chunk *chunks; /* malloc'ed chunks */
 	/* outcome */
-	int refused;               /* a refusal was recorded */
-	char reason[256];          /* its message */
-	size_t offset;             /* its byte offset */
-	unsigned tags;             /* leaf tags found */
+	int refused;      /* a refusal was recorded */
+	char reason[256]; /* its message */
+	size_t offset;    /* its byte offset */
+	unsigned tags;    /* leaf tags found */
 	/* limits */
-	size_t ncmds;              /* simple commands seen, across all nested parses */
-	int depth;                 /* current nesting of substitutions, compounds, wrappers, shells */
+	size_t ncmds; /* simple commands seen, across all nested parses */
+	int depth;    /* current nesting of substitutions, compounds, wrappers, shells */
 	/* what was found */
 	struct cls_name *programs; /* distinct program names */
 	size_t nprograms;
 	struct cls_destnode *dests; /* distinct destinations */
 	size_t ndests;
 	/* alias expansion state (shopt -s expand_aliases) */
-	int aliases_on;            /* expand_aliases may be on */
-	int alias_any;             /* an alias with an unknown name was defined */
-	struct cls_name *aliases;  /* alias names defined so far */
+	int aliases_on;                           /* expand_aliases may be on */
+	int alias_any;                            /* an alias with an unknown name was defined */
+	struct cls_name *aliases;                 /* alias names defined so far */
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
@@ -101,7 +101,7 @@ char *cls_strdup(struct cls_ctx *c, const char *s, size_t len, size_t off);
 
 /* Records the first refusal (later ones are ignored).  Always returns -1. */
 int cls_refuse(struct cls_ctx *c, size_t off, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 /* Nesting: enter returns -1 (refused) past CLS_MAX_DEPTH. */
 int cls_enter(struct cls_ctx *c, size_t off);
@@ -117,7 +117,7 @@ int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, 
 
 /* Classifies one simple command (wrappers, then the program's rule).  0 or -1. */
 int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
-	const struct cls_doc *doc);
+        const struct cls_doc *doc);
 
 /* Program rules (rules.c): each classifies argv v[0..n) of its program.  0 or -1. */
 int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
@@ -140,18 +140,18 @@ int cls_add_program(struct cls_ctx *c, const char *s, size_t len);
 
 /* Option walking shared by wrappers and rules. */
 struct cls_opts {
-	const char *sv;            /* short options that take a value (attached or next word) */
-	const char *so;            /* short options whose value is optional and only attached */
-	const char *const *lv;     /* long options that take a value ("--name v" or "--name=v") */
-	int plus;                  /* '+x' bundles are options too (shells: +o opt) */
-	int numeric;               /* "-10" is an option (nice) */
+	const char *sv;        /* short options that take a value (attached or next word) */
+	const char *so;        /* short options whose value is optional and only attached */
+	const char *const *lv; /* long options that take a value ("--name v" or "--name=v") */
+	int plus;              /* '+x' bundles are options too (shells: +o opt) */
+	int numeric;           /* "-10" is an option (nice) */
 };
 
 struct cls_opt {
-	char c;                    /* short option letter, or 0 for a long option */
-	const char *l;             /* long option name without "--" (not NUL-terminated) */
+	char c;        /* short option letter, or 0 for a long option */
+	const char *l; /* long option name without "--" (not NUL-terminated) */
 	size_t ll;
-	const char *val;           /* its value, or NULL */
+	const char *val; /* its value, or NULL */
 	size_t vlen;
 	const struct cls_word *vw; /* the word the value came from (flags, offset) */
 };
@@ -162,7 +162,7 @@ typedef int (*cls_opt_fn)(void *arg, const struct cls_opt *o);
 /* Walks options of v[i..n) by spec up to the first operand or "--" (consumed).  Returns the
  * index of the first operand; *stopped set when fn asked to stop. */
 size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct cls_opts *spec,
-	cls_opt_fn fn, void *arg, int *stopped);
+        cls_opt_fn fn, void *arg, int *stopped);
 
 /* Whether long option name o (len ol) is one of the NULL-terminated list. */
 int cls_in_list(const char *const *list, const char *o, size_t ol);

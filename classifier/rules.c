@@ -25,29 +25,29 @@ static int starts_with(const struct cls_word *w, const char *p)
 
 /* Subcommands that touch no remote. */
 static const char *const git_local[] = {"add", "am", "annotate", "apply", "bisect", "blame",
-	"branch", "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
-	"check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "citool", "clean",
-	"column", "commit", "commit-graph", "commit-tree", "config", "count-objects", "credential",
-	"describe", "diagnose", "diff", "diff-files", "diff-index", "diff-tree", "difftool",
-	"fast-export", "fast-import", "fmt-merge-msg", "for-each-ref", "format-patch", "fsck", "gc",
-	"get-tar-commit-id", "grep", "gui", "hash-object", "help", "hook", "index-pack", "init",
-	"init-db", "interpret-trailers", "log", "ls-files", "ls-tree", "mailinfo", "mailsplit",
-	"merge", "merge-base", "merge-file", "merge-index", "merge-tree", "mergetool", "mktag",
-	"mktree", "multi-pack-index", "mv", "name-rev", "notes", "pack-objects", "pack-redundant",
-	"pack-refs", "patch-id", "prune", "prune-packed", "range-diff", "read-tree", "rebase",
-	"reflog", "repack", "replace", "rerere", "reset", "restore", "rev-list", "rev-parse",
-	"revert", "rm", "shortlog", "show", "show-branch", "show-index", "show-ref",
-	"sparse-checkout", "stage", "stash", "status", "stripspace", "switch", "symbolic-ref", "tag",
-	"unpack-file", "unpack-objects", "update-index", "update-ref", "update-server-info", "var",
-	"verify-commit", "verify-pack", "verify-tag", "version", "whatchanged", "worktree",
-	"write-tree", NULL};
-static const char *const git_fetch[] = {"fetch", "pull", "clone", "ls-remote", "fetch-pack",
-	"request-pull", "http-fetch", NULL};
+        "branch", "bugreport", "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap",
+        "check-ref-format", "checkout", "checkout-index", "cherry", "cherry-pick", "citool",
+        "clean", "column", "commit", "commit-graph", "commit-tree", "config", "count-objects",
+        "credential", "describe", "diagnose", "diff", "diff-files", "diff-index", "diff-tree",
+        "difftool", "fast-export", "fast-import", "fmt-merge-msg", "for-each-ref", "format-patch",
+        "fsck", "gc", "get-tar-commit-id", "grep", "gui", "hash-object", "help", "hook",
+        "index-pack", "init", "init-db", "interpret-trailers", "log", "ls-files", "ls-tree",
+        "mailinfo", "mailsplit", "merge", "merge-base", "merge-file", "merge-index", "merge-tree",
+        "mergetool", "mktag", "mktree", "multi-pack-index", "mv", "name-rev", "notes",
+        "pack-objects", "pack-redundant", "pack-refs", "patch-id", "prune", "prune-packed",
+        "range-diff", "read-tree", "rebase", "reflog", "repack", "replace", "rerere", "reset",
+        "restore", "rev-list", "rev-parse", "revert", "rm", "shortlog", "show", "show-branch",
+        "show-index", "show-ref", "sparse-checkout", "stage", "stash", "status", "stripspace",
+        "switch", "symbolic-ref", "tag", "unpack-file", "unpack-objects", "update-index",
+        "update-ref", "update-server-info", "var", "verify-commit", "verify-pack", "verify-tag",
+        "version", "whatchanged", "worktree", "write-tree", NULL};
+static const char *const git_fetch[] = {
+        "fetch", "pull", "clone", "ls-remote", "fetch-pack", "request-pull", "http-fetch", NULL};
 static const char *const git_push[] = {"push", "send-pack", "http-push", NULL};
 
 /* Options with a separate value, per subcommand that has runners or remotes we look into. */
 static const char *const git_global_lv[] = {"git-dir", "work-tree", "namespace", "config-env",
-	"super-prefix", "list-cmds", "attr-source", NULL};
+        "super-prefix", "list-cmds", "attr-source", NULL};
 
 /* A remote operand of clone/push/fetch: record its host when it names one literally. */
 static void git_remote_host(struct cls_ctx *c, const struct cls_word *w)
@@ -91,10 +91,10 @@ struct git_alias {
 };
 
 static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const struct cls_word *v,
-	size_t n, size_t i, unsigned flags);
+        size_t n, size_t i, unsigned flags);
 
-static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i,
-	unsigned flags, const struct git_alias *aliases, size_t naliases)
+static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i, unsigned flags,
+        const struct git_alias *aliases, size_t naliases)
 {
 	const struct cls_word *sub = &v[i];
 	if (sub->flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE))
@@ -115,7 +115,7 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		if (op == NULL)
 			return 0;
 		if (cls_word_is(op, "update") || cls_word_is(op, "prune") ||
-			(cls_word_is(op, "show") && !(k + 1 < n && cls_word_is(&v[k + 1], "-n")))) {
+		        (cls_word_is(op, "show") && !(k + 1 < n && cls_word_is(&v[k + 1], "-n")))) {
 			c->tags |= ALLOW_TAG_GIT_FETCH;
 		} else if (cls_word_is(op, "add")) {
 			for (size_t j = k + 1; j < n; j++)
@@ -135,7 +135,8 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	if (cls_word_is(sub, "submodule")) {
 		if (op == NULL)
 			return 0;
-		if (cls_word_is(op, "update") || cls_word_is(op, "add") || cls_word_is(op, "sync")) {
+		if (cls_word_is(op, "update") || cls_word_is(op, "add") ||
+		        cls_word_is(op, "sync")) {
 			c->tags |= ALLOW_TAG_GIT_FETCH;
 			git_operand_hosts(c, v, n, k + 1);
 			return 0;
@@ -148,8 +149,9 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			size_t total = 0;
 			for (size_t m = j; m < n; m++) {
 				if (v[m].flags & CLS_W_EXP)
-					return cls_refuse(c, v[m].off, "git submodule foreach command is not "
-						"static");
+					return cls_refuse(c, v[m].off,
+					        "git submodule foreach command is not "
+					        "static");
 				total += v[m].len + 1;
 			}
 			char *s = cls_alloc(c, total + 1, v[j].off);
@@ -185,9 +187,9 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return 0;
 		static const char *const lfs_fetch[] = {"fetch", "pull", "clone", "checkout", NULL};
 		static const char *const lfs_local[] = {"install", "uninstall", "track", "untrack",
-			"ls-files", "status", "env", "version", "migrate", "logs", "pointer", "prune",
-			"fsck", "lock", "locks", "unlock", "update", "ext", "smudge", "clean",
-			"filter-process", "merge-driver", "standalone-file", NULL};
+		        "ls-files", "status", "env", "version", "migrate", "logs", "pointer",
+		        "prune", "fsck", "lock", "locks", "unlock", "update", "ext", "smudge",
+		        "clean", "filter-process", "merge-driver", "standalone-file", NULL};
 		if (cls_word_is(op, "push"))
 			c->tags |= ALLOW_TAG_GIT_PUSH;
 		else if (in_set(lfs_fetch, op))
@@ -217,7 +219,8 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 				continue;
 			}
 			if (cmd.flags & CLS_W_EXP)
-				return cls_refuse(c, cmd.off, "git rebase --exec command is not static");
+				return cls_refuse(
+				        c, cmd.off, "git rebase --exec command is not static");
 			if (cls_run_script(c, cmd.s, cmd.len, cmd.off, 0) == -1)
 				return -1;
 		}
@@ -226,7 +229,7 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	if (cls_word_is(sub, "bisect")) {
 		if (op != NULL && cls_word_is(op, "run") && k + 1 < n) {
 			if (cls_enter(c, v[k + 1].off) == -1 ||
-				cls_run_cmd(c, v + k + 1, n - k - 1, 0, NULL) == -1)
+			        cls_run_cmd(c, v + k + 1, n - k - 1, 0, NULL) == -1)
 				return -1;
 			cls_leave(c);
 		}
@@ -235,7 +238,8 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	if (in_set(git_local, sub))
 		return 0;
 	for (size_t a = naliases; a-- > 0;)
-		if (aliases[a].nlen == sub->len && strncasecmp(aliases[a].name, sub->s, sub->len) == 0)
+		if (aliases[a].nlen == sub->len &&
+		        strncasecmp(aliases[a].name, sub->s, sub->len) == 0)
 			return git_run_alias(c, &aliases[a], v, n, i, flags);
 	/* unknown: an alias from a config file, or an external git-foo */
 	c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
@@ -306,7 +310,7 @@ static int git_main(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 }
 
 static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const struct cls_word *v,
-	size_t n, size_t i, unsigned flags)
+        size_t n, size_t i, unsigned flags)
 {
 	const struct cls_word *w = a->val;
 	const char *s = w->s + a->voff;
@@ -355,38 +359,37 @@ int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 /* ---- curl ------------------------------------------------------------------------------- */
 
 static const char *const curl_lv[] = {"abstract-unix-socket", "alt-svc", "aws-sigv4", "cacert",
-	"capath", "cert", "cert-type", "ciphers", "config", "connect-timeout", "connect-to",
-	"continue-at", "cookie", "cookie-jar", "create-file-mode", "crlfile", "curves", "data",
-	"data-ascii", "data-binary", "data-raw", "data-urlencode", "delegation", "dns-interface",
-	"dns-ipv4-addr", "dns-ipv6-addr", "dns-servers", "doh-url", "dump-header", "ech",
-	"egd-file", "engine", "etag-compare", "etag-save", "expect100-timeout", "form",
-	"form-string", "ftp-account", "ftp-alternative-to-user", "ftp-method", "ftp-port",
-	"ftp-ssl-ccc-mode", "happy-eyeballs-timeout-ms", "haproxy-clientip", "header",
-	"hostpubmd5", "hostpubsha256", "hsts", "interface", "ipfs-gateway", "json",
-	"keepalive-time", "key", "key-type", "krb", "libcurl", "limit-rate", "local-port",
-	"login-options", "mail-auth", "mail-from", "mail-rcpt", "max-filesize", "max-redirs",
-	"max-time", "netrc-file", "noproxy", "oauth2-bearer", "output", "output-dir",
-	"parallel-max", "pass", "pinnedpubkey", "preproxy", "proto", "proto-default",
-	"proto-redir", "proxy", "proxy-cacert", "proxy-capath", "proxy-cert", "proxy-cert-type",
-	"proxy-ciphers", "proxy-crlfile", "proxy-header", "proxy-key", "proxy-key-type",
-	"proxy-pass", "proxy-pinnedpubkey", "proxy-service-name", "proxy-tls13-ciphers",
-	"proxy-tlsauthtype", "proxy-tlspassword", "proxy-tlsuser", "proxy-user", "proxy1.0",
-	"pubkey", "quote", "random-file", "range", "rate", "referer", "request", "request-target",
-	"resolve", "retry", "retry-delay", "retry-max-time", "sasl-authzid", "service-name",
-	"socks4", "socks4a", "socks5", "socks5-gssapi-service", "socks5-hostname", "speed-limit",
-	"speed-time", "stderr", "telnet-option", "tftp-blksize", "time-cond", "tls-max",
-	"tls13-ciphers", "tlsauthtype", "tlspassword", "tlsuser", "trace", "trace-ascii",
-	"trace-config", "unix-socket", "upload-file", "url", "url-query", "user", "user-agent",
-	"variable", "write-out", NULL};
+        "capath", "cert", "cert-type", "ciphers", "config", "connect-timeout", "connect-to",
+        "continue-at", "cookie", "cookie-jar", "create-file-mode", "crlfile", "curves", "data",
+        "data-ascii", "data-binary", "data-raw", "data-urlencode", "delegation", "dns-interface",
+        "dns-ipv4-addr", "dns-ipv6-addr", "dns-servers", "doh-url", "dump-header", "ech",
+        "egd-file", "engine", "etag-compare", "etag-save", "expect100-timeout", "form",
+        "form-string", "ftp-account", "ftp-alternative-to-user", "ftp-method", "ftp-port",
+        "ftp-ssl-ccc-mode", "happy-eyeballs-timeout-ms", "haproxy-clientip", "header", "hostpubmd5",
+        "hostpubsha256", "hsts", "interface", "ipfs-gateway", "json", "keepalive-time", "key",
+        "key-type", "krb", "libcurl", "limit-rate", "local-port", "login-options", "mail-auth",
+        "mail-from", "mail-rcpt", "max-filesize", "max-redirs", "max-time", "netrc-file", "noproxy",
+        "oauth2-bearer", "output", "output-dir", "parallel-max", "pass", "pinnedpubkey", "preproxy",
+        "proto", "proto-default", "proto-redir", "proxy", "proxy-cacert", "proxy-capath",
+        "proxy-cert", "proxy-cert-type", "proxy-ciphers", "proxy-crlfile", "proxy-header",
+        "proxy-key", "proxy-key-type", "proxy-pass", "proxy-pinnedpubkey", "proxy-service-name",
+        "proxy-tls13-ciphers", "proxy-tlsauthtype", "proxy-tlspassword", "proxy-tlsuser",
+        "proxy-user", "proxy1.0", "pubkey", "quote", "random-file", "range", "rate", "referer",
+        "request", "request-target", "resolve", "retry", "retry-delay", "retry-max-time",
+        "sasl-authzid", "service-name", "socks4", "socks4a", "socks5", "socks5-gssapi-service",
+        "socks5-hostname", "speed-limit", "speed-time", "stderr", "telnet-option", "tftp-blksize",
+        "time-cond", "tls-max", "tls13-ciphers", "tlsauthtype", "tlspassword", "tlsuser", "trace",
+        "trace-ascii", "trace-config", "unix-socket", "upload-file", "url", "url-query", "user",
+        "user-agent", "variable", "write-out", NULL};
 static const char *const curl_body[] = {"data", "data-ascii", "data-binary", "data-raw",
-	"data-urlencode", "json", "form", "form-string", "upload-file", NULL};
+        "data-urlencode", "json", "form", "form-string", "upload-file", NULL};
 
 struct curl_state {
-	int body;      /* -d and friends */
-	int upload;    /* -F, -T, --json: a body -G does not turn into a query */
-	int get;       /* -G */
-	int method;    /* 0 none, 1 read method, 2 write method, 3 unknown */
-	int unknown;   /* -K or an expansion where an option could be */
+	int body;    /* -d and friends */
+	int upload;  /* -F, -T, --json: a body -G does not turn into a query */
+	int get;     /* -G */
+	int method;  /* 0 none, 1 read method, 2 write method, 3 unknown */
+	int unknown; /* -K or an expansion where an option could be */
 };
 
 static void curl_method(struct curl_state *st, const char *s, size_t len, unsigned wflags)
@@ -439,8 +442,9 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 		ll -= 7;
 	}
 	if (cls_in_list(curl_body, l, ll)) {
-		if ((ll == 4 && memcmp(l, "json", 4) == 0) || (ll >= 4 && memcmp(l, "form", 4) == 0) ||
-			(ll == 11 && memcmp(l, "upload-file", 11) == 0))
+		if ((ll == 4 && memcmp(l, "json", 4) == 0) ||
+		        (ll >= 4 && memcmp(l, "form", 4) == 0) ||
+		        (ll == 11 && memcmp(l, "upload-file", 11) == 0))
 			st->upload = 1;
 		else
 			st->body = 1;
@@ -479,9 +483,9 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 				urls_only = 1;
 			/* --url VALUE is a URL too */
 			for (size_t j = i; j < k; j++)
-				if ((cls_word_is(&v[j], "--url") && j + 1 < k) )
+				if ((cls_word_is(&v[j], "--url") && j + 1 < k))
 					cls_add_url_host(c, &v[j + 1], 1);
-				else if (starts_with(&v[j], "--url="))  {
+				else if (starts_with(&v[j], "--url=")) {
 					struct cls_word u = v[j];
 					u.s += 6;
 					u.len -= 6;
@@ -505,17 +509,17 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 
 /* ---- wget ------------------------------------------------------------------------------- */
 
-static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "body-file",
-	"method", "header", "user", "password", "http-user", "http-password", "output-document",
-	"output-file", "append-output", "input-file", "base", "execute", "tries", "timeout",
-	"wait", "quota", "directory-prefix", "user-agent", "level", "accept", "reject", "domains",
-	"exclude-domains", "include-directories", "exclude-directories", "referer", "load-cookies",
-	"save-cookies", "bind-address", "limit-rate", "dns-timeout", "connect-timeout",
-	"read-timeout", "waitretry", "restrict-file-names", "ca-certificate", "ca-directory",
-	"certificate", "private-key", "certificate-type", "private-key-type", "secure-protocol",
-	"ftp-user", "ftp-password", "proxy-user", "proxy-password", "default-page", "config",
-	"progress", "local-encoding", "remote-encoding", "accept-regex", "reject-regex",
-	"regex-type", "cut-dirs", "backups", "report-speed", "warc-file", "use-askpass", NULL};
+static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "body-file", "method",
+        "header", "user", "password", "http-user", "http-password", "output-document",
+        "output-file", "append-output", "input-file", "base", "execute", "tries", "timeout", "wait",
+        "quota", "directory-prefix", "user-agent", "level", "accept", "reject", "domains",
+        "exclude-domains", "include-directories", "exclude-directories", "referer", "load-cookies",
+        "save-cookies", "bind-address", "limit-rate", "dns-timeout", "connect-timeout",
+        "read-timeout", "waitretry", "restrict-file-names", "ca-certificate", "ca-directory",
+        "certificate", "private-key", "certificate-type", "private-key-type", "secure-protocol",
+        "ftp-user", "ftp-password", "proxy-user", "proxy-password", "default-page", "config",
+        "progress", "local-encoding", "remote-encoding", "accept-regex", "reject-regex",
+        "regex-type", "cut-dirs", "backups", "report-speed", "warc-file", "use-askpass", NULL};
 
 struct wget_state {
 	int write;
@@ -543,7 +547,7 @@ static void wget_exec(struct wget_state *st, const char *s, size_t len)
 		return;
 	}
 	if (strcmp(key, "postdata") == 0 || strcmp(key, "postfile") == 0 ||
-		strcmp(key, "bodydata") == 0 || strcmp(key, "bodyfile") == 0)
+	        strcmp(key, "bodydata") == 0 || strcmp(key, "bodyfile") == 0)
 		st->write = 1;
 	else if (strcmp(key, "method") == 0 && !cls_method_is_read(s + i, len - i))
 		st->write = 1;
@@ -561,7 +565,8 @@ static int wget_opt(void *arg, const struct cls_opt *o)
 			st->unknown = 1;
 		return 0;
 	}
-	static const char *const body[] = {"post-data", "post-file", "body-data", "body-file", NULL};
+	static const char *const body[] = {
+	        "post-data", "post-file", "body-data", "body-file", NULL};
 	if (cls_in_list(body, o->l, o->ll))
 		st->write = 1;
 	else if (o->ll == 6 && memcmp(o->l, "method", 6) == 0 && o->val != NULL) {
@@ -608,11 +613,10 @@ int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 
 /* ---- httpie ----------------------------------------------------------------------------- */
 
-static const char *const http_lv[] = {"auth", "auth-type", "output", "session",
-	"session-read-only", "print", "pretty", "style", "verify", "cert", "cert-key",
-	"cert-key-pass", "timeout", "max-redirects", "proxy", "format-options", "response-charset",
-	"response-mime", "ssl", "ciphers", "boundary", "default-scheme", "history-print",
-	"max-headers", "raw", NULL};
+static const char *const http_lv[] = {"auth", "auth-type", "output", "session", "session-read-only",
+        "print", "pretty", "style", "verify", "cert", "cert-key", "cert-key-pass", "timeout",
+        "max-redirects", "proxy", "format-options", "response-charset", "response-mime", "ssl",
+        "ciphers", "boundary", "default-scheme", "history-print", "max-headers", "raw", NULL};
 
 /* A request item's kind: 0 query or header (no body), 1 body. */
 static int http_item_body(const struct cls_word *w)
@@ -627,17 +631,17 @@ static int http_item_body(const struct cls_word *w)
 		if (ch == '=') {
 			if (i + 1 < w->len && s[i + 1] == '=')
 				return 0; /* == query parameter */
-			return 1;     /* = or =@ data field */
+			return 1;         /* = or =@ data field */
 		}
 		if (ch == ':') {
 			if (i + 1 < w->len && s[i + 1] == '=')
 				return 1; /* := or :=@ raw JSON */
-			return 0;     /* header */
+			return 0;         /* header */
 		}
 		if (ch == '@')
-			return 1;     /* file field */
+			return 1; /* file field */
 		if (ch == ';')
-			return 0;     /* empty header */
+			return 0; /* empty header */
 	}
 	return 0;
 }
@@ -690,7 +694,8 @@ int cls_rule_httpie(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 	int after_dashdash = 0;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
-		if (!after_dashdash && w->len > 1 && w->s[0] == '-' && !(w->flags & CLS_W_LEADEXP)) {
+		if (!after_dashdash && w->len > 1 && w->s[0] == '-' &&
+		        !(w->flags & CLS_W_LEADEXP)) {
 			size_t k = cls_opts_walk(v, n, i, &spec, http_opt, &st, NULL);
 			if (k == i + 1 && cls_word_is(w, "--"))
 				after_dashdash = 1;
@@ -742,7 +747,7 @@ int cls_rule_httpie(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 /* ---- gh --------------------------------------------------------------------------------- */
 
 struct gh_state {
-	int method;  /* 0 none, 1 read, 2 write, 3 unknown */
+	int method; /* 0 none, 1 read, 2 write, 3 unknown */
 	int fields;
 };
 
@@ -760,8 +765,8 @@ static int gh_api_opt(void *arg, const struct cls_opt *o)
 	if (o->c == 'f' || o->c == 'F')
 		st->fields = 1;
 	else if (o->c == 0 && ((o->ll == 5 && memcmp(o->l, "field", 5) == 0) ||
-		(o->ll == 9 && memcmp(o->l, "raw-field", 9) == 0) ||
-		(o->ll == 5 && memcmp(o->l, "input", 5) == 0)))
+	                              (o->ll == 9 && memcmp(o->l, "raw-field", 9) == 0) ||
+	                              (o->ll == 5 && memcmp(o->l, "input", 5) == 0)))
 		st->fields = 1;
 	return 0;
 }
@@ -781,7 +786,7 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 		return cls_refuse(c, sub->off, "gh subcommand is not static");
 	if (cls_word_is(sub, "api")) {
 		static const char *const lv[] = {"method", "raw-field", "field", "header", "input",
-			"jq", "template", "hostname", "preview", "cache", NULL};
+		        "jq", "template", "hostname", "preview", "cache", NULL};
 		static const struct cls_opts spec = {"XfFHqtp", NULL, lv, 0, 0};
 		struct gh_state st = {0, 0};
 		size_t k = i + 1;
@@ -799,19 +804,20 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			c->tags |= ALLOW_TAG_HTTP_READ;
 		return 0;
 	}
-	static const char *const none[] = {"help", "version", "completion", "config", "alias",
-		"--version", "--help", NULL};
+	static const char *const none[] = {
+	        "help", "version", "completion", "config", "alias", "--version", "--help", NULL};
 	if (in_set(none, sub))
 		return 0;
 	size_t k = first_operand(v, n, i + 1);
 	const struct cls_word *verb = k < n ? &v[k] : NULL;
 	static const char *const fetchers[] = {"clone", "checkout", "sync", "fork", NULL};
 	static const char *const reads[] = {"list", "view", "status", "diff", "checks", "download",
-		"watch", "browse", "search", "ls", NULL};
+	        "watch", "browse", "search", "ls", NULL};
 	static const char *const writes[] = {"create", "delete", "edit", "upload", "merge", "close",
-		"reopen", "comment", "review", "ready", "transfer", "lock", "unlock", "pin", "unpin",
-		"rename", "archive", "unarchive", "set", "add", "remove", "rerun", "cancel", "run",
-		"enable", "disable", "delete-asset", "develop", "set-default", "deploy-key", NULL};
+	        "reopen", "comment", "review", "ready", "transfer", "lock", "unlock", "pin",
+	        "unpin", "rename", "archive", "unarchive", "set", "add", "remove", "rerun",
+	        "cancel", "run", "enable", "disable", "delete-asset", "develop", "set-default",
+	        "deploy-key", NULL};
 	if (verb != NULL && in_set(fetchers, verb)) {
 		c->tags |= ALLOW_TAG_GIT_FETCH;
 		if (cls_word_is(verb, "fork"))
@@ -899,15 +905,15 @@ int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 	return 0;
 }
 
-static const char *const rsync_lv[] = {"rsh", "rsync-path", "exclude", "include",
-	"exclude-from", "include-from", "files-from", "port", "password-file", "log-file",
-	"log-file-format", "out-format", "chmod", "compare-dest", "copy-dest", "link-dest",
-	"backup-dir", "suffix", "partial-dir", "timeout", "contimeout", "bwlimit", "max-size",
-	"min-size", "max-delete", "chown", "usermap", "groupmap", "compress-choice",
-	"checksum-choice", "sockopts", "iconv", "info", "debug", "stop-after", "stop-at",
-	"skip-compress", "address", "protocol", "write-batch", "read-batch", "only-write-batch",
-	"outbuf", "compress-level", "filter", "block-size", "temp-dir", "remote-option",
-	"modify-window", "max-alloc", "early-input", NULL};
+static const char *const rsync_lv[] = {"rsh", "rsync-path", "exclude", "include", "exclude-from",
+        "include-from", "files-from", "port", "password-file", "log-file", "log-file-format",
+        "out-format", "chmod", "compare-dest", "copy-dest", "link-dest", "backup-dir", "suffix",
+        "partial-dir", "timeout", "contimeout", "bwlimit", "max-size", "min-size", "max-delete",
+        "chown", "usermap", "groupmap", "compress-choice", "checksum-choice", "sockopts", "iconv",
+        "info", "debug", "stop-after", "stop-at", "skip-compress", "address", "protocol",
+        "write-batch", "read-batch", "only-write-batch", "outbuf", "compress-level", "filter",
+        "block-size", "temp-dir", "remote-option", "modify-window", "max-alloc", "early-input",
+        NULL};
 
 int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
@@ -944,8 +950,8 @@ int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsign
 static int is_rr_word(const struct cls_word *w)
 {
 	static const char *const rr[] = {"a", "aaaa", "any", "axfr", "caa", "cname", "dnskey", "ds",
-		"hinfo", "https", "ixfr", "mx", "naptr", "ns", "nsec", "nsec3", "ptr", "rrsig", "soa",
-		"spf", "srv", "sshfp", "svcb", "tlsa", "txt", "in", "ch", "hs", NULL};
+	        "hinfo", "https", "ixfr", "mx", "naptr", "ns", "nsec", "nsec3", "ptr", "rrsig",
+	        "soa", "spf", "srv", "sshfp", "svcb", "tlsa", "txt", "in", "ch", "hs", NULL};
 	if (w->len > 6)
 		return 0;
 	char low[8];
@@ -966,7 +972,8 @@ int cls_rule_dns(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 	size_t i = 1;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
-		if (w->len > 0 && (w->s[0] == '+' || w->s[0] == '@' || (nslookup && w->s[0] == '-'))) {
+		if (w->len > 0 &&
+		        (w->s[0] == '+' || w->s[0] == '@' || (nslookup && w->s[0] == '-'))) {
 			i++;
 			continue;
 		}

@@ -12,65 +12,65 @@
 #include "classifier/internal.h"
 
 enum tok_kind {
-	T_EOF,        /* end of the source */
-	T_WORD,       /* a word (reserved words are words; the parser tells them apart) */
-	T_NL,         /* newline */
-	T_SEMI,       /* ; */
-	T_AMP,        /* & */
-	T_AND_IF,     /* && */
-	T_OR_IF,      /* || */
-	T_PIPE,       /* | */
-	T_PIPE_AMP,   /* |& */
-	T_LPAREN,     /* ( */
-	T_RPAREN,     /* ) */
-	T_DSEMI,      /* ;; and its variants ;& ;;& */
-	T_REDIR,      /* a redirection operator, with its fd */
+	T_EOF,      /* end of the source */
+	T_WORD,     /* a word (reserved words are words; the parser tells them apart) */
+	T_NL,       /* newline */
+	T_SEMI,     /* ; */
+	T_AMP,      /* & */
+	T_AND_IF,   /* && */
+	T_OR_IF,    /* || */
+	T_PIPE,     /* | */
+	T_PIPE_AMP, /* |& */
+	T_LPAREN,   /* ( */
+	T_RPAREN,   /* ) */
+	T_DSEMI,    /* ;; and its variants ;& ;;& */
+	T_REDIR,    /* a redirection operator, with its fd */
 };
 
 enum redir_op {
-	R_IN,         /* < */
-	R_OUT,        /* > >> >| &> &>> >& */
-	R_DUPIN,      /* <& */
-	R_RW,         /* <> */
-	R_HEREDOC,    /* << and <<- */
-	R_HERESTR,    /* <<< */
+	R_IN,      /* < */
+	R_OUT,     /* > >> >| &> &>> >& */
+	R_DUPIN,   /* <& */
+	R_RW,      /* <> */
+	R_HEREDOC, /* << and <<- */
+	R_HERESTR, /* <<< */
 };
 
 struct token {
 	enum tok_kind kind;
-	size_t off;             /* offset in the source */
-	struct cls_word w;      /* T_WORD */
-	enum redir_op op;       /* T_REDIR */
-	int fd;                 /* T_REDIR: explicit fd number, -1 when none */
-	struct cls_doc *doc;    /* T_WORD following <<: the here-doc it delimits */
+	size_t off;          /* offset in the source */
+	struct cls_word w;   /* T_WORD */
+	enum redir_op op;    /* T_REDIR */
+	int fd;              /* T_REDIR: explicit fd number, -1 when none */
+	struct cls_doc *doc; /* T_WORD following <<: the here-doc it delimits */
 };
 
 struct heredoc {
-	struct heredoc *next;   /* pending here-docs in operator order */
-	struct cls_doc *doc;    /* filled when the body is read */
-	const char *delim;      /* delimiter text */
+	struct heredoc *next; /* pending here-docs in operator order */
+	struct cls_doc *doc;  /* filled when the body is read */
+	const char *delim;    /* delimiter text */
 	size_t dlen;
-	int strip;              /* <<-: leading tabs stripped */
-	int quoted;             /* delimiter was quoted: body is literal */
+	int strip;  /* <<-: leading tabs stripped */
+	int quoted; /* delimiter was quoted: body is literal */
 };
 
 struct parser {
 	struct cls_ctx *c;
-	const char *s;          /* source */
+	const char *s; /* source */
 	size_t len;
-	size_t pos;             /* lexer position */
-	size_t base;            /* offset of s[0] in the original line */
-	struct token tok;       /* lookahead */
-	int have;               /* tok is valid */
-	int want_delim;         /* the next word is a here-doc delimiter */
-	int want_strip;         /* ... of a <<- operator */
-	size_t delim_op;        /* offset of that operator */
-	struct heredoc *pending;   /* here-docs whose bodies come after the next newline */
+	size_t pos;              /* lexer position */
+	size_t base;             /* offset of s[0] in the original line */
+	struct token tok;        /* lookahead */
+	int have;                /* tok is valid */
+	int want_delim;          /* the next word is a here-doc delimiter */
+	int want_strip;          /* ... of a <<- operator */
+	size_t delim_op;         /* offset of that operator */
+	struct heredoc *pending; /* here-docs whose bodies come after the next newline */
 	struct heredoc **ptail;
-	struct cls_cmd **tail;  /* where the next simple command is appended */
-	int assign_ok;          /* the next word could be an assignment (command position) */
-	int redir_target;       /* the next word is a redirection target */
-	int assign_saved;       /* assign_ok before that redirection */
+	struct cls_cmd **tail; /* where the next simple command is appended */
+	int assign_ok;         /* the next word could be an assignment (command position) */
+	int redir_target;      /* the next word is a redirection target */
+	int assign_saved;      /* assign_ok before that redirection */
 };
 
 /* A growable byte buffer for a word being decoded: starts on the stack, moves to the arena. */
@@ -136,7 +136,7 @@ static int wb_exp(struct parser *P, struct wbuf *b, unsigned *flags)
 static int is_meta(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == '&' || ch == '|' ||
-		ch == '(' || ch == ')' || ch == '<' || ch == '>';
+	       ch == '(' || ch == ')' || ch == '<' || ch == '>';
 }
 
 static int is_name_start(char ch)
@@ -374,22 +374,55 @@ static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
 		unsigned long v = 0;
 		int raw = 0; /* v is a byte, not a code point */
 		switch (e) {
-		case 'a': v = 7; raw = 1; break;
-		case 'b': v = 8; raw = 1; break;
-		case 'e': case 'E': v = 27; raw = 1; break;
-		case 'f': v = 12; raw = 1; break;
-		case 'n': v = 10; raw = 1; break;
-		case 'r': v = 13; raw = 1; break;
-		case 't': v = 9; raw = 1; break;
-		case 'v': v = 11; raw = 1; break;
-		case '\\': case '\'': case '"': case '?': v = (unsigned char)e; raw = 1; break;
+		case 'a':
+			v = 7;
+			raw = 1;
+			break;
+		case 'b':
+			v = 8;
+			raw = 1;
+			break;
+		case 'e':
+		case 'E':
+			v = 27;
+			raw = 1;
+			break;
+		case 'f':
+			v = 12;
+			raw = 1;
+			break;
+		case 'n':
+			v = 10;
+			raw = 1;
+			break;
+		case 'r':
+			v = 13;
+			raw = 1;
+			break;
+		case 't':
+			v = 9;
+			raw = 1;
+			break;
+		case 'v':
+			v = 11;
+			raw = 1;
+			break;
+		case '\\':
+		case '\'':
+		case '"':
+		case '?':
+			v = (unsigned char)e;
+			raw = 1;
+			break;
 		case 'c':
 			if (P->pos >= P->len)
 				return ERR(P, open, "unterminated $'");
 			v = (unsigned char)P->s[P->pos++] & 0x1f;
 			raw = 1;
 			break;
-		case 'x': case 'u': case 'U': {
+		case 'x':
+		case 'u':
+		case 'U': {
 			int max = e == 'x' ? 2 : e == 'u' ? 4 : 8, k = 0, h;
 			while (k < max && P->pos < P->len && (h = hexval(P->s[P->pos])) >= 0) {
 				v = v * 16 + (unsigned long)h;
@@ -409,7 +442,8 @@ static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
 			if (e >= '0' && e <= '7') {
 				v = (unsigned long)(e - '0');
 				for (int k = 0; k < 2 && P->pos < P->len && P->s[P->pos] >= '0' &&
-					P->s[P->pos] <= '7'; k++)
+				                P->s[P->pos] <= '7';
+				        k++)
 					v = v * 8 + (unsigned long)(P->s[P->pos++] - '0');
 				v &= 0xff;
 				raw = 1;
@@ -729,7 +763,8 @@ static int read_word(struct parser *P, struct token *t)
 			if (ch == '(' && is_assign_prefix(&b, flags)) {
 				if (parse_array(P) == -1)
 					return -1;
-				flags |= CLS_W_QUOTED; /* keep it from being read as a reserved word */
+				flags |= CLS_W_QUOTED; /* keep it from being read as a reserved word
+				                        */
 				continue;
 			}
 			break;
@@ -784,7 +819,8 @@ static int read_word(struct parser *P, struct token *t)
 			if (P->assign_ok && is_name_so_far(&b, flags)) {
 				if (parse_subscript(P, &b, &flags) == -1)
 					return -1;
-				flags |= CLS_W_GLOB; /* as a command word it is a pattern, never a name */
+				flags |= CLS_W_GLOB; /* as a command word it is a pattern, never a
+				                        name */
 				break;
 			}
 			lbracket = 1;
@@ -851,7 +887,8 @@ static int scan_body(struct parser *P, size_t from, size_t to, struct cls_doc *d
 	while (sub.pos < sub.len) {
 		char ch = sub.s[sub.pos];
 		if (ch == '\\') {
-			doc->nonstatic = 1; /* its text would need unescaping; nobody needs it exactly */
+			doc->nonstatic =
+			        1; /* its text would need unescaping; nobody needs it exactly */
 			sub.pos += sub.pos + 1 < sub.len ? 2 : 1;
 		} else if (ch == '$') {
 			if (parse_dollar(&sub, &b, &fl, 1) == -1)
@@ -893,7 +930,8 @@ static int read_heredocs(struct parser *P)
 			}
 		}
 		if (!found)
-			return ERR(P, h->doc->off - P->base, "here-document reaches the end of the input");
+			return ERR(P, h->doc->off - P->base,
+			        "here-document reaches the end of the input");
 		h->doc->s = cls_strdup(P->c, P->s + body, end - body, P->base + body);
 		if (h->doc->s == NULL)
 			return -1;
@@ -929,7 +967,8 @@ static int lex_word(struct parser *P, struct token *t)
 				break;
 		}
 		if (P->pos < P->len && P->s[P->pos] == '#') {
-			/* a comment: only here, at the start of a word; no continuation inside it */
+			/* a comment: only here, at the start of a word; no continuation inside it
+			 */
 			const char *nl = memchr(P->s + P->pos, '\n', P->len - P->pos);
 			P->pos = nl ? (size_t)(nl - P->s) : P->len;
 			continue;
@@ -944,7 +983,7 @@ static int lex_word(struct parser *P, struct token *t)
 			return ERR(P, P->delim_op, "here-document operator without a delimiter");
 		if (P->pending != NULL)
 			return ERR(P, P->pending->doc->off - P->base,
-				"here-document reaches the end of the input");
+			        "here-document reaches the end of the input");
 		t->kind = T_EOF;
 		return 0;
 	}
@@ -1047,7 +1086,7 @@ static int lex_word(struct parser *P, struct token *t)
 		while (i < P->len && P->s[i] >= '0' && P->s[i] <= '9')
 			i++;
 		if (i < P->len && (P->s[i] == '<' || P->s[i] == '>') && at(P, i + 1) != '(' &&
-			i - P->pos < 6) {
+		        i - P->pos < 6) {
 			int fd = 0;
 			for (size_t k = P->pos; k < i; k++)
 				fd = fd * 10 + (P->s[k] - '0');
@@ -1062,7 +1101,7 @@ static int lex_word(struct parser *P, struct token *t)
 		while (i < P->len && is_name_char(P->s[i]))
 			i++;
 		if (at(P, i) == '}' && (at(P, i + 1) == '<' || at(P, i + 1) == '>') &&
-			at(P, i + 2) != '(') {
+		        at(P, i + 2) != '(') {
 			P->pos = i + 1;
 			if (lex_word(P, t) == -1)
 				return -1;
@@ -1102,8 +1141,8 @@ static int is_assignment(const struct cls_word *w);
 /* Whether a word after token t could be an assignment, as bash decides it. */
 static void update_assign_ok(struct parser *P, const struct token *t)
 {
-	static const char *const openers[] = {"if", "then", "else", "elif", "do", "while", "until",
-		"{", "!", "time", NULL};
+	static const char *const openers[] = {
+	        "if", "then", "else", "elif", "do", "while", "until", "{", "!", "time", NULL};
 	if (t->kind == T_REDIR) {
 		P->assign_saved = P->assign_ok;
 		P->redir_target = 1;
@@ -1148,7 +1187,7 @@ static void consume(struct parser *P)
 static int is_word(const struct token *t, const char *w)
 {
 	return t->kind == T_WORD && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
-		strcmp(t->w.s, w) == 0;
+	       strcmp(t->w.s, w) == 0;
 }
 
 static int in_stops(const struct token *t, const char *const *stops)
@@ -1164,19 +1203,32 @@ static int in_stops(const struct token *t, const char *const *stops)
 static const char *tok_name(const struct token *t)
 {
 	switch (t->kind) {
-	case T_EOF: return "end of input";
-	case T_WORD: return t->w.s;
-	case T_NL: return "newline";
-	case T_SEMI: return ";";
-	case T_AMP: return "&";
-	case T_AND_IF: return "&&";
-	case T_OR_IF: return "||";
-	case T_PIPE: return "|";
-	case T_PIPE_AMP: return "|&";
-	case T_LPAREN: return "(";
-	case T_RPAREN: return ")";
-	case T_DSEMI: return ";;";
-	case T_REDIR: return "redirection";
+	case T_EOF:
+		return "end of input";
+	case T_WORD:
+		return t->w.s;
+	case T_NL:
+		return "newline";
+	case T_SEMI:
+		return ";";
+	case T_AMP:
+		return "&";
+	case T_AND_IF:
+		return "&&";
+	case T_OR_IF:
+		return "||";
+	case T_PIPE:
+		return "|";
+	case T_PIPE_AMP:
+		return "|&";
+	case T_LPAREN:
+		return "(";
+	case T_RPAREN:
+		return ")";
+	case T_DSEMI:
+		return ";;";
+	case T_REDIR:
+		return "redirection";
 	}
 	return "token";
 }
@@ -1226,8 +1278,8 @@ static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc)
 }
 
 struct redirs {
-	unsigned flags;       /* CLS_C_STDIN when fd 0 was redirected */
-	struct cls_doc *doc;  /* here-doc or here-string on fd 0 */
+	unsigned flags;      /* CLS_C_STDIN when fd 0 was redirected */
+	struct cls_doc *doc; /* here-doc or here-string on fd 0 */
 };
 
 /* One redirection, the operator token being current. */
@@ -1322,8 +1374,8 @@ static int is_assignment(const struct cls_word *w)
 
 static int is_compound_start(const struct token *t)
 {
-	static const char *const starts[] = {"{", "(", "if", "while", "until", "for", "select",
-		"case", "[[", NULL};
+	static const char *const starts[] = {
+	        "{", "(", "if", "while", "until", "for", "select", "case", "[[", NULL};
 	return t->kind == T_LPAREN || in_stops(t, starts);
 }
 
@@ -1376,7 +1428,8 @@ static int parse_simple(struct parser *P)
 					return unexpected(P, n);
 				consume(P);
 				if (w.flags & CLS_W_EXP)
-					return ERR(P, w.off - P->base, "function name is not static");
+					return ERR(
+					        P, w.off - P->base, "function name is not static");
 				if (cls_enter(P->c, w.off) == -1 || parse_function_body(P) == -1)
 					return -1;
 				cls_leave(P->c);
@@ -1392,7 +1445,7 @@ static int parse_simple(struct parser *P)
 	}
 	if (++P->c->ncmds > CLS_MAX_COMMANDS)
 		return ERR(P, cmd->argv[0].off - P->base, "more than %d simple commands",
-			CLS_MAX_COMMANDS);
+		        CLS_MAX_COMMANDS);
 	cmd->flags = r.flags;
 	cmd->doc = r.doc;
 	/* Substitutions inside the words were recorded first; the command follows them. */
@@ -1624,7 +1677,8 @@ static int parse_command(struct parser *P)
 			return -1;
 		r = 1;
 		if (at(P, P->pos) == '(') {
-			/* (( arithmetic )) unless it does not end that way: then nested subshells */
+			/* (( arithmetic )) unless it does not end that way: then nested subshells
+			 */
 			struct mark m;
 			P->pos++;
 			mark_save(P, &m);
@@ -1652,12 +1706,12 @@ static int parse_command(struct parser *P)
 	if (t->kind != T_WORD)
 		return unexpected(P, t);
 	/* "!" is taken by parse_pipeline at a pipeline's start; after a pipe it is an error */
-	static const char *const bad[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}",
-		"in", "!", NULL};
+	static const char *const bad[] = {
+	        "then", "else", "elif", "fi", "do", "done", "esac", "}", "in", "!", NULL};
 	if (in_stops(t, bad))
 		return unexpected(P, t);
 	static const char *const compound[] = {"if", "while", "until", "for", "select", "case", "{",
-		"[[", "function", "coproc", NULL};
+	        "[[", "function", "coproc", NULL};
 	if (!in_stops(t, compound))
 		return parse_simple(P);
 	if (cls_enter(P->c, P->base + off) == -1)
@@ -1704,8 +1758,8 @@ static int parse_command(struct parser *P)
 			size_t i = P->pos;
 			while (i < P->len && (P->s[i] == ' ' || P->s[i] == '\t'))
 				i++;
-			if (at(P, i) == '(' || (at(P, i) == '{' && (i + 1 >= P->len ||
-				is_meta(P->s[i + 1])))) {
+			if (at(P, i) == '(' ||
+			        (at(P, i) == '{' && (i + 1 >= P->len || is_meta(P->s[i + 1])))) {
 				consume(P);
 				if (peek(P, &t) == -1)
 					return -1;
@@ -1749,7 +1803,7 @@ static int parse_pipeline(struct parser *P)
 		}
 	}
 	if (prefix && (t->kind == T_EOF || t->kind == T_NL || t->kind == T_SEMI ||
-		t->kind == T_AMP || t->kind == T_RPAREN))
+	                      t->kind == T_AMP || t->kind == T_RPAREN))
 		return 0; /* bare `time` or `!` runs nothing */
 	for (int first = 1;; first = 0) {
 		struct cls_cmd **from = P->tail;
@@ -1797,7 +1851,7 @@ static int parse_list(struct parser *P, const char *const *stops, size_t *count)
 		if (skip_newlines(P) == -1 || peek(P, &t) == -1)
 			return -1;
 		if (t->kind == T_EOF || t->kind == T_RPAREN || t->kind == T_DSEMI ||
-			in_stops(t, stops))
+		        in_stops(t, stops))
 			return 0;
 		if (t->kind != T_WORD && t->kind != T_LPAREN && t->kind != T_REDIR)
 			return unexpected(P, t);

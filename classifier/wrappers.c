@@ -13,7 +13,7 @@
 struct run {
 	const struct cls_word *v; /* the command's words, v[0] the program */
 	size_t n;
-	unsigned flags;           /* CLS_C_* */
+	unsigned flags;            /* CLS_C_* */
 	const struct cls_doc *doc; /* standard input's here-doc or here-string */
 };
 
@@ -49,7 +49,7 @@ int cls_method_is_read(const char *s, size_t len)
 }
 
 size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct cls_opts *spec,
-	cls_opt_fn fn, void *arg, int *stopped)
+        cls_opt_fn fn, void *arg, int *stopped)
 {
 	if (stopped != NULL)
 		*stopped = 0;
@@ -150,7 +150,7 @@ static size_t skip_assignments(const struct run *r, size_t k)
 
 /* Joins v[0..n) with spaces into the arena; -1 (refused, naming what) when one is not static. */
 static int join_static(struct cls_ctx *c, const struct cls_word *v, size_t n, const char *what,
-	char **out, size_t *outlen)
+        char **out, size_t *outlen)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -174,8 +174,8 @@ static int join_static(struct cls_ctx *c, const struct cls_word *v, size_t n, co
 	return 0;
 }
 
-static int run_word_script(struct cls_ctx *c, const struct cls_word *w, const char *what,
-	unsigned flags)
+static int run_word_script(
+        struct cls_ctx *c, const struct cls_word *w, const char *what, unsigned flags)
 {
 	if (w->flags & CLS_W_EXP)
 		return cls_refuse(c, w->off, "%s is not static", what);
@@ -203,8 +203,8 @@ struct grab {
 static int grab_fn(void *arg, const struct cls_opt *o)
 {
 	struct grab *g = arg;
-	if ((o->c != 0 && o->c == g->c) ||
-		(o->c == 0 && g->l != NULL && strlen(g->l) == o->ll && memcmp(g->l, o->l, o->ll) == 0)) {
+	if ((o->c != 0 && o->c == g->c) || (o->c == 0 && g->l != NULL && strlen(g->l) == o->ll &&
+	                                           memcmp(g->l, o->l, o->ll) == 0)) {
 		g->found = 1;
 		g->val = o->val;
 		g->vlen = o->vlen;
@@ -212,7 +212,7 @@ static int grab_fn(void *arg, const struct cls_opt *o)
 		return g->stop;
 	}
 	if ((o->c != 0 && g->flags != NULL && strchr(g->flags, o->c) != NULL) ||
-		(o->c == 0 && cls_in_list(g->lflags, o->l, o->ll)))
+	        (o->c == 0 && cls_in_list(g->lflags, o->l, o->ll)))
 		g->flagged = 1;
 	return 0;
 }
@@ -220,8 +220,8 @@ static int grab_fn(void *arg, const struct cls_opt *o)
 /* ---- wrappers --------------------------------------------------------------------------- */
 
 /* env -S's own splitting: quotes, backslash escapes, ${VAR} (not static), # comments. */
-static int env_split(struct cls_ctx *c, const struct cls_word *w, struct cls_word **out,
-	size_t *nout)
+static int env_split(
+        struct cls_ctx *c, const struct cls_word *w, struct cls_word **out, size_t *nout)
 {
 	const char *s = w->s;
 	size_t len = w->len, i = 0, n = 0;
@@ -260,11 +260,21 @@ static int env_split(struct cls_ctx *c, const struct cls_word *w, struct cls_wor
 				char e = s[i + 1];
 				i += 2;
 				switch (e) {
-				case '_': buf[bp++] = ' '; break;
-				case 'n': buf[bp++] = '\n'; break;
-				case 't': buf[bp++] = '\t'; break;
-				case 'c': stop = 1; break;
-				default: buf[bp++] = e; break;
+				case '_':
+					buf[bp++] = ' ';
+					break;
+				case 'n':
+					buf[bp++] = '\n';
+					break;
+				case 't':
+					buf[bp++] = '\t';
+					break;
+				case 'c':
+					stop = 1;
+					break;
+				default:
+					buf[bp++] = e;
+					break;
 				}
 				if (stop)
 					break;
@@ -326,9 +336,9 @@ static int w_sudo(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
 	static const char *const lv[] = {"user", "group", "close-from", "chdir", "host", "prompt",
-		"role", "type", "command-timeout", "other-user", "chroot", NULL};
-	static const char *const lflags[] = {"list", "validate", "edit", "version", "help",
-		"remove-timestamp", NULL};
+	        "role", "type", "command-timeout", "other-user", "chroot", NULL};
+	static const char *const lflags[] = {
+	        "list", "validate", "edit", "version", "help", "remove-timestamp", NULL};
 	static const struct cls_opts spec = {"CDgpRrtTUu", NULL, lv, 0, 0};
 	struct grab g = {.flags = "lveKVh", .lflags = lflags};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
@@ -362,7 +372,7 @@ static void walk_permuted(const struct run *r, const struct cls_opts *spec, stru
 static int w_su(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"command", "shell", "group", "supp-group",
-		"whitelist-environment", "session-command", NULL};
+	        "whitelist-environment", "session-command", NULL};
 	static const struct cls_opts spec = {"csgGw", NULL, lv, 0, 0};
 	struct grab g = {.c = 'c', .l = "command"};
 	walk_permuted(r, &spec, &g);
@@ -479,7 +489,7 @@ static int w_flock(struct cls_ctx *c, struct run *r)
 static int w_script(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"command", "echo", "log-in", "log-out", "log-io",
-		"log-timing", "logging-format", "output-limit", NULL};
+	        "log-timing", "logging-format", "output-limit", NULL};
 	static const struct cls_opts spec = {"cEIOBTmo", "t", lv, 0, 0};
 	struct grab g = {.c = 'c', .l = "command"};
 	walk_permuted(r, &spec, &g);
@@ -495,7 +505,7 @@ static int w_strace(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
 	static const char *const lv[] = {"output", "trace", "signal", "status", "string-limit",
-		"user", "env", "attach", "trace-path", "summary-sort-by", "columns", NULL};
+	        "user", "env", "attach", "trace-path", "summary-sort-by", "columns", NULL};
 	static const struct cls_opts spec = {"abeEIoOpPsSuUX", NULL, lv, 0, 0};
 	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
@@ -511,7 +521,7 @@ static int w_torsocks(struct cls_ctx *c, struct run *r)
 	if (g.flagged)
 		return 0;
 	if (k < r->n && (cls_word_is(&r->v[k], "on") || cls_word_is(&r->v[k], "off") ||
-		cls_word_is(&r->v[k], "show")))
+	                        cls_word_is(&r->v[k], "show")))
 		return 0;
 	return shift(r, k);
 }
@@ -534,7 +544,7 @@ static int w_xargs(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
 	static const char *const lv[] = {"arg-file", "delimiter", "max-lines", "max-args",
-		"max-procs", "max-chars", "process-slot-var", NULL};
+	        "max-procs", "max-chars", "process-slot-var", NULL};
 	static const struct cls_opts spec = {"adEILnPs", "eil", lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
 	/* the words xargs appends come from its input: unknown */
@@ -546,8 +556,8 @@ static int w_find(struct cls_ctx *c, struct run *r)
 {
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
-		if (!(cls_word_is(w, "-exec") || cls_word_is(w, "-execdir") || cls_word_is(w, "-ok") ||
-			cls_word_is(w, "-okdir")))
+		if (!(cls_word_is(w, "-exec") || cls_word_is(w, "-execdir") ||
+		            cls_word_is(w, "-ok") || cls_word_is(w, "-okdir")))
 			continue;
 		size_t j = i + 1, e = j;
 		while (e < r->n && !cls_word_is(&r->v[e], ";") && !cls_word_is(&r->v[e], "+"))
@@ -569,15 +579,16 @@ static int w_find(struct cls_ctx *c, struct run *r)
 static int is_parallel_sep(const struct cls_word *w)
 {
 	return cls_word_is(w, ":::") || cls_word_is(w, "::::") || cls_word_is(w, ":::+") ||
-		cls_word_is(w, "::::+");
+	       cls_word_is(w, "::::+");
 }
 
 static int w_parallel(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"arg-file", "jobs", "sshlogin", "delimiter", "colsep",
-		"max-args", "max-replace-args", "results", "joblog", "tmpdir", "timeout", "delay",
-		"retries", "halt", "memfree", "load", "workdir", "basefile", "return", "transferfile",
-		"env", "sshloginfile", "tagstring", "max-lines", "replace", "nice", NULL};
+	        "max-args", "max-replace-args", "results", "joblog", "tmpdir", "timeout", "delay",
+	        "retries", "halt", "memfree", "load", "workdir", "basefile", "return",
+	        "transferfile", "env", "sshloginfile", "tagstring", "max-lines", "replace", "nice",
+	        NULL};
 	static const struct cls_opts spec = {"aCdEIjLnNPS", NULL, lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
 	size_t s = k;
@@ -587,7 +598,8 @@ static int w_parallel(struct cls_ctx *c, struct run *r)
 		/* no template: with ::: each argument is a command line of its own */
 		if (s < r->n && cls_word_is(&r->v[s], ":::"))
 			for (size_t i = s + 1; i < r->n && !is_parallel_sep(&r->v[i]); i++)
-				if (run_word_script(c, &r->v[i], "parallel command", r->flags) == -1)
+				if (run_word_script(c, &r->v[i], "parallel command", r->flags) ==
+				        -1)
 					return -1;
 		return 0;
 	}
@@ -648,8 +660,8 @@ static int package_program(struct cls_ctx *c, struct run *r, size_t k)
 
 static int w_npx(struct cls_ctx *c, struct run *r)
 {
-	static const char *const lv[] = {"package", "call", "cache", "userconfig", "registry",
-		"prefix", "workspace", NULL};
+	static const char *const lv[] = {
+	        "package", "call", "cache", "userconfig", "registry", "prefix", "workspace", NULL};
 	static const struct cls_opts spec = {"pc", NULL, lv, 0, 0};
 	struct grab g = {.c = 'c', .l = "call"};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
@@ -664,12 +676,12 @@ static int w_npx(struct cls_ctx *c, struct run *r)
 	return package_program(c, r, k);
 }
 
-static const char *const uv_lv[] = {"from", "with", "with-editable", "with-requirements",
-	"python", "index", "index-url", "extra-index-url", "find-links", "constraints",
-	"overrides", "cache-dir", "directory", "project", "config-file", "env-file", "package",
-	"extra", "group", "only-group", "no-group", "prerelease", "resolution", "refresh-package",
-	"reinstall-package", "upgrade-package", "index-strategy", "keyring-provider",
-	"exclude-newer", "link-mode", "color", "python-preference", "allow-insecure-host", NULL};
+static const char *const uv_lv[] = {"from", "with", "with-editable", "with-requirements", "python",
+        "index", "index-url", "extra-index-url", "find-links", "constraints", "overrides",
+        "cache-dir", "directory", "project", "config-file", "env-file", "package", "extra", "group",
+        "only-group", "no-group", "prerelease", "resolution", "refresh-package",
+        "reinstall-package", "upgrade-package", "index-strategy", "keyring-provider",
+        "exclude-newer", "link-mode", "color", "python-preference", "allow-insecure-host", NULL};
 
 static int w_uvx(struct cls_ctx *c, struct run *r)
 {
@@ -685,7 +697,7 @@ static int w_uv(struct cls_ctx *c, struct run *r)
 	static const struct cls_opts spec = {"pfwc", NULL, uv_lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
 	if (k < r->n && cls_word_is(&r->v[k], "tool") && k + 1 < r->n &&
-		cls_word_is(&r->v[k + 1], "run")) {
+	        cls_word_is(&r->v[k + 1], "run")) {
 		r->v += k + 1;
 		r->n -= k + 1;
 		return w_uvx(c, r);
@@ -723,7 +735,8 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 		return 0; /* a script file: its contents are out of reach */
 	if (r->doc != NULL && r->doc->ready) {
 		if (r->doc->nonstatic)
-			return cls_refuse(c, r->doc->off, "shell script on standard input is not static");
+			return cls_refuse(
+			        c, r->doc->off, "shell script on standard input is not static");
 		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, 0);
 	}
 	return 0; /* reads a script from a pipe or a file: unknown code, out of reach */
@@ -793,10 +806,10 @@ static int w_alias(struct cls_ctx *c, struct run *r)
 }
 
 /* Program rules as handlers. */
-#define RULE(name, fn)                                                        \
-	static int name(struct cls_ctx *c, struct run *r)                         \
-	{                                                                         \
-		return fn(c, r->v, r->n, r->flags) == -1 ? -1 : 0;                    \
+#define RULE(name, fn)                                                                             \
+	static int name(struct cls_ctx *c, struct run *r)                                          \
+	{                                                                                          \
+		return fn(c, r->v, r->n, r->flags) == -1 ? -1 : 0;                                 \
 	}
 RULE(h_git, cls_rule_git)
 RULE(h_curl, cls_rule_curl)
@@ -815,62 +828,62 @@ struct handler {
 
 /* Sorted by name (strcmp order) for bsearch. */
 static const struct handler handlers[] = {
-	{"alias", w_alias},
-	{"ash", w_shell},
-	{"bash", w_shell},
-	{"builtin", w_builtin},
-	{"busybox", w_busybox},
-	{"command", w_command},
-	{"curl", h_curl},
-	{"dash", w_shell},
-	{"dig", h_dns},
-	{"doas", w_doas},
-	{"env", w_env},
-	{"eval", w_eval},
-	{"exec", w_exec},
-	{"find", w_find},
-	{"flock", w_flock},
-	{"gh", h_gh},
-	{"git", h_git},
-	{"host", h_dns},
-	{"http", h_httpie},
-	{"https", h_httpie},
-	{"ionice", w_ionice},
-	{"ksh", w_shell},
-	{"mksh", w_shell},
-	{"nice", w_nice},
-	{"nohup", w_nohup},
-	{"npx", w_npx},
-	{"nslookup", h_dns},
-	{"parallel", w_parallel},
-	{"proxychains", w_proxychains},
-	{"proxychains4", w_proxychains},
-	{"rbash", w_shell},
-	{"rsync", h_rsync},
-	{"scp", h_scp},
-	{"script", w_script},
-	{"setsid", w_plain},
-	{"sftp", h_scp},
-	{"sh", w_shell},
-	{"shopt", w_shopt},
-	{"ssh", h_ssh},
-	{"sshpass", w_sshpass},
-	{"stdbuf", w_stdbuf},
-	{"strace", w_strace},
-	{"su", w_su},
-	{"sudo", w_sudo},
-	{"time", w_time},
-	{"timeout", w_timeout},
-	{"torsocks", w_torsocks},
-	{"trap", w_trap},
-	{"uv", w_uv},
-	{"uvx", w_uvx},
-	{"watch", w_watch},
-	{"wget", h_wget},
-	{"xargs", w_xargs},
-	{"xh", h_httpie},
-	{"xhs", h_httpie},
-	{"zsh", w_shell},
+        {"alias", w_alias},
+        {"ash", w_shell},
+        {"bash", w_shell},
+        {"builtin", w_builtin},
+        {"busybox", w_busybox},
+        {"command", w_command},
+        {"curl", h_curl},
+        {"dash", w_shell},
+        {"dig", h_dns},
+        {"doas", w_doas},
+        {"env", w_env},
+        {"eval", w_eval},
+        {"exec", w_exec},
+        {"find", w_find},
+        {"flock", w_flock},
+        {"gh", h_gh},
+        {"git", h_git},
+        {"host", h_dns},
+        {"http", h_httpie},
+        {"https", h_httpie},
+        {"ionice", w_ionice},
+        {"ksh", w_shell},
+        {"mksh", w_shell},
+        {"nice", w_nice},
+        {"nohup", w_nohup},
+        {"npx", w_npx},
+        {"nslookup", h_dns},
+        {"parallel", w_parallel},
+        {"proxychains", w_proxychains},
+        {"proxychains4", w_proxychains},
+        {"rbash", w_shell},
+        {"rsync", h_rsync},
+        {"scp", h_scp},
+        {"script", w_script},
+        {"setsid", w_plain},
+        {"sftp", h_scp},
+        {"sh", w_shell},
+        {"shopt", w_shopt},
+        {"ssh", h_ssh},
+        {"sshpass", w_sshpass},
+        {"stdbuf", w_stdbuf},
+        {"strace", w_strace},
+        {"su", w_su},
+        {"sudo", w_sudo},
+        {"time", w_time},
+        {"timeout", w_timeout},
+        {"torsocks", w_torsocks},
+        {"trap", w_trap},
+        {"uv", w_uv},
+        {"uvx", w_uvx},
+        {"watch", w_watch},
+        {"wget", h_wget},
+        {"xargs", w_xargs},
+        {"xh", h_httpie},
+        {"xhs", h_httpie},
+        {"zsh", w_shell},
 };
 
 static int cmp_handler(const void *key, const void *elem)
@@ -889,7 +902,7 @@ static int alias_defined(const struct cls_ctx *c, const struct cls_word *w)
 }
 
 int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
-	const struct cls_doc *doc)
+        const struct cls_doc *doc)
 {
 	struct run r = {v, n, flags, doc};
 	int entered = 0, rc = 0;
@@ -900,8 +913,10 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			break;
 		}
 		if (c->aliases_on && !(w->flags & CLS_W_QUOTED) && alias_defined(c, w)) {
-			rc = cls_refuse(c, w->off, "alias expansion is switched on and `%.64s' may be an "
-				"alias", w->s);
+			rc = cls_refuse(c, w->off,
+			        "alias expansion is switched on and `%.64s' may be an "
+			        "alias",
+			        w->s);
 			break;
 		}
 		const char *base = w->s;
@@ -913,8 +928,8 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			rc = -1;
 			break;
 		}
-		const struct handler *h = bsearch(base, handlers, sizeof handlers / sizeof handlers[0],
-			sizeof handlers[0], cmp_handler);
+		const struct handler *h = bsearch(base, handlers,
+		        sizeof handlers / sizeof handlers[0], sizeof handlers[0], cmp_handler);
 		if (h == NULL)
 			break; /* any other program: no network action of its own */
 		int k = h->fn(c, &r);

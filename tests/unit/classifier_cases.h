@@ -8,10 +8,10 @@
 #include <string.h>
 
 struct case_entry {
-	char *line;     /* the command line, U+2424 and U+2409 decoded */
+	char *line; /* the command line, U+2424 and U+2409 decoded */
 	size_t len;
-	char *expect;   /* "none", "deny" or sorted comma-joined tags */
-	char *raw;      /* the line as written in the file, for messages */
+	char *expect; /* "none", "deny" or sorted comma-joined tags */
+	char *raw;    /* the line as written in the file, for messages */
 	size_t lineno;
 };
 
@@ -39,7 +39,7 @@ static inline char *case_decode(const char *s, size_t n, size_t *out)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (i + 2 < n && (unsigned char)s[i] == 0xe2 && (unsigned char)s[i + 1] == 0x90 &&
-			((unsigned char)s[i + 2] == 0xa4 || (unsigned char)s[i + 2] == 0x89)) {
+		        ((unsigned char)s[i + 2] == 0xa4 || (unsigned char)s[i + 2] == 0x89)) {
 			p[o++] = (unsigned char)s[i + 2] == 0xa4 ? '\n' : '\t';
 			i += 2;
 			continue;

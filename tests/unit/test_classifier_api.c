@@ -42,12 +42,15 @@ static void test_hosts(void **state)
 {
 	(void)state;
 	struct cls_result r;
-	assert_int_equal(classify("git clone https://GitHub.COM./o/r.git && ssh deploy@h1.test && "
-		"scp f u@h2.test:/x && rsync -a . h3.test::m && dig h4.test && "
-		"curl -sS https://u:p@h5.test:8443/x && wget http://[2001:db8::1]/ && "
-		"git push git@h6.test:o/r.git && http h7.test/x", &r), 0);
+	assert_int_equal(
+	        classify("git clone https://GitHub.COM./o/r.git && ssh deploy@h1.test && "
+	                 "scp f u@h2.test:/x && rsync -a . h3.test::m && dig h4.test && "
+	                 "curl -sS https://u:p@h5.test:8443/x && wget http://[2001:db8::1]/ && "
+	                 "git push git@h6.test:o/r.git && http h7.test/x",
+	                &r),
+	        0);
 	assert_names(r.hosts, r.nhosts,
-		"2001:db8::1,github.com,h1.test,h2.test,h3.test,h4.test,h5.test,h6.test,h7.test");
+	        "2001:db8::1,github.com,h1.test,h2.test,h3.test,h4.test,h5.test,h6.test,h7.test");
 	for (size_t i = 0; i < r.ndests; i++)
 		if (strcmp(r.dests[i].host, "h5.test") == 0)
 			assert_int_equal(r.dests[i].port, 8443);
@@ -57,7 +60,9 @@ static void test_hosts(void **state)
 
 	/* only tagged commands name destinations, and only literal ones */
 	assert_int_equal(classify("echo https://a.test; curl https://$H/x; ssh \"$H\"; "
-		"curl file:///etc/passwd", &r), 0);
+	                          "curl file:///etc/passwd",
+	                         &r),
+	        0);
 	assert_int_equal(r.nhosts, 0);
 	cls_result_free(&r);
 
@@ -194,12 +199,12 @@ static void test_large_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_programs_sorted_distinct),
-		cmocka_unit_test(test_hosts),
-		cmocka_unit_test(test_refusal_offsets),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_empty_and_whitespace),
-		cmocka_unit_test(test_large_line),
+	        cmocka_unit_test(test_programs_sorted_distinct),
+	        cmocka_unit_test(test_hosts),
+	        cmocka_unit_test(test_refusal_offsets),
+	        cmocka_unit_test(test_limits),
+	        cmocka_unit_test(test_empty_and_whitespace),
+	        cmocka_unit_test(test_large_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,19 +17,19 @@ static char cfg_path[64];
 static char out[8192];
 
 static const char config[] =
-	"listen:\n"
-	"  proxy: [\"127.0.0.1:3128\"]\n"
-	"bounds:\n"
-	"  gh:\n"
-	"    network: {allowDomains: [github.test, \"**.github.test\"], enforce: sandbox}\n"
-	"sessions:\n"
-	"  default:\n"
-	"    bound: {network: {actions: [git:push]}}\n"
-	"  agent:\n"
-	"    bounds: [gh]\n"
-	"    bound: {network: {actions: [git:push]}}\n"
-	"  locked:\n"
-	"    bound: {network: {actions: [all]}}\n";
+        "listen:\n"
+        "  proxy: [\"127.0.0.1:3128\"]\n"
+        "bounds:\n"
+        "  gh:\n"
+        "    network: {allowDomains: [github.test, \"**.github.test\"], enforce: sandbox}\n"
+        "sessions:\n"
+        "  default:\n"
+        "    bound: {network: {actions: [git:push]}}\n"
+        "  agent:\n"
+        "    bounds: [gh]\n"
+        "    bound: {network: {actions: [git:push]}}\n"
+        "  locked:\n"
+        "    bound: {network: {actions: [all]}}\n";
 
 static int setup(void **state)
 {
@@ -94,10 +94,12 @@ static void test_json(void **state)
 {
 	(void)state;
 	assert_int_equal(run((const char *[]){"classify", "--json", "--",
-		"sudo curl -d @f https://Up.Example.test:8443/x", NULL}), 0);
-	assert_string_equal(out, "{\"tags\":[\"http:write\"],\"programs\":[\"curl\",\"sudo\"],"
-		"\"hosts\":[\"up.example.test\"],\"decision\":\"allow\",\"reason\":\"no session "
-		"given\"}\n");
+	                         "sudo curl -d @f https://Up.Example.test:8443/x", NULL}),
+	        0);
+	assert_string_equal(out,
+	        "{\"tags\":[\"http:write\"],\"programs\":[\"curl\",\"sudo\"],"
+	        "\"hosts\":[\"up.example.test\"],\"decision\":\"allow\",\"reason\":\"no session "
+	        "given\"}\n");
 	assert_int_equal(run((const char *[]){"classify", "--json", "--", "echo \"a", NULL}), 2);
 	assert_non_null(strstr(out, "\"decision\":\"refused\""));
 	assert_non_null(strstr(out, "unterminated double quote at byte 5"));
@@ -108,32 +110,40 @@ static void test_session_decisions(void **state)
 {
 	(void)state;
 	/* default denies git:push */
-	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--", "git push", NULL}),
-		1);
+	assert_int_equal(
+	        run((const char *[]){"classify", "-c", cfg_path, "--", "git push", NULL}), 1);
 	assert_string_equal(out, "git:push\n");
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "default",
-		"--", "git fetch", NULL}), 0);
+	                         "--", "git fetch", NULL}),
+	        0);
 	/* locked: every leaf denied through the parent tag `all` */
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "locked",
-		"--", "dig x.test", NULL}), 1);
+	                         "--", "dig x.test", NULL}),
+	        1);
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "locked",
-		"--", "echo curl", NULL}), 0);
+	                         "--", "echo curl", NULL}),
+	        0);
 	/* agent: only github.test hosts allowed */
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
-		"--", "git push https://github.test/o/r.git", NULL}), 1);
+	                         "--", "git push https://github.test/o/r.git", NULL}),
+	        1);
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
-		"--json", "--", "curl https://api.github.test/x", NULL}), 0);
+	                         "--json", "--", "curl https://api.github.test/x", NULL}),
+	        0);
 	assert_non_null(strstr(out, "\"decision\":\"allow\""));
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
-		"--json", "--", "curl https://evil.test/x", NULL}), 1);
+	                         "--json", "--", "curl https://evil.test/x", NULL}),
+	        1);
 	assert_non_null(strstr(out, "\"decision\":\"deny\""));
 	assert_non_null(strstr(out, "host-not-allowed"));
 	/* a port the pattern does not cover */
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
-		"--", "curl https://github.test:8443/", NULL}), 1);
+	                         "--", "curl https://github.test:8443/", NULL}),
+	        1);
 	/* refused beats everything */
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "agent",
-		"--", "$X", NULL}), 2);
+	                         "--", "$X", NULL}),
+	        2);
 }
 
 static void test_usage_errors(void **state)
@@ -142,19 +152,21 @@ static void test_usage_errors(void **state)
 	assert_int_equal(run((const char *[]){"classify", "--bogus", NULL}), 2);
 	assert_int_equal(run((const char *[]){"classify", "--session", "x", "--", "ls", NULL}), 2);
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "nobody",
-		"--", "ls", NULL}), 2);
-	assert_int_equal(run((const char *[]){"classify", "-c", "/nonexistent/egressd.yaml", "--",
-		"ls", NULL}), 2);
+	                         "--", "ls", NULL}),
+	        2);
+	assert_int_equal(run((const char *[]){
+	                         "classify", "-c", "/nonexistent/egressd.yaml", "--", "ls", NULL}),
+	        2);
 	assert_int_equal(run((const char *[]){"classify", "-c", NULL}), 2);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plain),
-		cmocka_unit_test(test_json),
-		cmocka_unit_test(test_session_decisions),
-		cmocka_unit_test(test_usage_errors),
+	        cmocka_unit_test(test_plain),
+	        cmocka_unit_test(test_json),
+	        cmocka_unit_test(test_session_decisions),
+	        cmocka_unit_test(test_usage_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

