@@ -353,6 +353,9 @@ static int scan_head(struct proxy_head *h, const unsigned char *d, size_t n)
 				h->scan = SCAN_CR;
 			else if (ch == '\n')
 				h->bad_why = "a line ends in a bare LF (CRLF required)";
+			else if (ch < 0x20 || ch == 0x7f)
+				/* http-parser lets a TAB or FF into a URL; an upstream may split on it. */
+				h->bad_why = "a control character in the request line";
 			break;
 		case SCAN_LINE_START:
 			if (ch == '\r')

@@ -67,6 +67,8 @@ static const struct head_case head_cases[] = {
 		"control character"},
 	{"HTTP/2.0 request line", "GET http://o.test/ HTTP/2.0\r\n\r\n", 400, "bad-request", "HTTP/1.0"},
 	{"HTTP/0.9 request line", "GET http://o.test/\r\n\r\n", 400, "bad-request", NULL},
+	{"TAB inside the URL", "GET http://o.test/a?\tb HTTP/1.1\r\n\r\n", 400, "bad-request",
+		"control character in the request line"},
 	{"TRACE", "TRACE http://o.test/ HTTP/1.1\r\n\r\n", 405, "method-not-allowed", "TRACE"},
 	{"TRACK", "TRACK http://o.test/ HTTP/1.1\r\n\r\n", 405, "method-not-allowed", "TRACK"},
 	{"Transfer-Encoding in HTTP/1.0",
