@@ -1085,11 +1085,12 @@ static int lex_word(struct parser *P, struct token *t)
 		size_t i = P->pos;
 		while (i < P->len && P->s[i] >= '0' && P->s[i] <= '9')
 			i++;
-		if (i < P->len && (P->s[i] == '<' || P->s[i] == '>') && at(P, i + 1) != '(' &&
-		        i - P->pos < 6) {
+		/* however long: bash lexes it as a number (so `>1>x' is an error) */
+		if (i < P->len && (P->s[i] == '<' || P->s[i] == '>') && at(P, i + 1) != '(') {
 			int fd = 0;
 			for (size_t k = P->pos; k < i; k++)
-				fd = fd * 10 + (P->s[k] - '0');
+				if (fd < 1000000)
+					fd = fd * 10 + (P->s[k] - '0');
 			P->pos = i;
 			if (lex_word(P, t) == -1)
 				return -1;
@@ -1707,7 +1708,7 @@ static int parse_command(struct parser *P)
 		return unexpected(P, t);
 	/* "!" is taken by parse_pipeline at a pipeline's start; after a pipe it is an error */
 	static const char *const bad[] = {
-	        "then", "else", "elif", "fi", "do", "done", "esac", "}", "in", "!", NULL};
+	        "then", "else", "elif", "fi", "do", "done", "esac", "}", "in", "!", "]]", NULL};
 	if (in_stops(t, bad))
 		return unexpected(P, t);
 	static const char *const compound[] = {"if", "while", "until", "for", "select", "case", "{",
