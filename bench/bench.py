@@ -686,11 +686,12 @@ class Bench:
                   ["decide_hot_%d" % n for n in (10, 1000, 100000)] + ["decide_hot_growth"],
     }
 
-    def run(self, budget):
+    def run(self, budget, figures):
         live = [t for t in TARGETS if t in self.targets]
         steps = [("wrk", self.fig_wrk, live), ("bulk", self.fig_bulk, live),
                  ("fetch", self.fig_fetch, live),
                  ("idle", self.fig_idle, [t for t in live if t != "DIRECT"])]
+        steps = [st for st in steps if st[0] in figures]
         for rep in range(self.m["reps"]):
             # Rotating the order spreads any drift in the machine's load over every target.
             order = live[rep % len(live):] + live[:rep % len(live)] if live else []
@@ -703,7 +704,7 @@ class Bench:
                         continue
                     with Profile(self, target, name, rep):
                         fn(target, rep)
-            if self.decide is not None and "egressd" in self.targets:
+            if self.decide is not None and "egressd" in self.targets and "decide" in figures:
                 if budget.left() > 5:
                     self.fig_decide(rep)
                 else:
@@ -838,6 +839,8 @@ def main():
     ap.add_argument("--no-install", action="store_true", help="never run apt-get")
     ap.add_argument("--out", default=None, help="results folder (default bench/out/STAMP)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (configs, logs)")
+    ap.add_argument("--figures", default=",".join(Bench.STEP_FIGS),
+                    help="comma-separated subset of " + ",".join(Bench.STEP_FIGS))
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override one parameter of the mode (reps, wrk_s, gets, fetches, "
                     "fetch_s, tunnels, tunnel_s, decide_s, budget_s)")
@@ -855,6 +858,10 @@ def main():
             ap.error("--set: unknown parameter %r" % key)
         MODES[mode][key] = type(MODES[mode][key])(float(value))
     wanted = [t for t in TARGETS if t in args.targets.split(",")]
+    figures = args.figures.split(",")
+    for f in figures:
+        if f not in Bench.STEP_FIGS:
+            ap.error("--figures: unknown figure %r" % f)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = args.out or os.path.join(HERE, "out", stamp)
     os.makedirs(outdir, exist_ok=True)
@@ -922,7 +929,7 @@ def main():
                 log("%s is n/a: %s" % (t, e))
         if "egressd" in bench.targets and decide is None:
             bench.na["egressd decision cost"] = decide_why
-        bench.run(Budget(MODES[mode]["budget_s"]))
+        bench.run(Budget(MODES[mode]["budget_s"]), figures)
     finally:
         PROCS.stop_all()
         if bench is not None:
