@@ -67,10 +67,11 @@ struct parser {
 	size_t delim_op;         /* offset of that operator */
 	struct heredoc *pending; /* here-docs whose bodies come after the next newline */
 	struct heredoc **ptail;
-	struct cls_cmd **tail; /* where the next simple command is appended */
-	int assign_ok;         /* the next word could be an assignment (command position) */
-	int redir_target;      /* the next word is a redirection target */
-	int assign_saved;      /* assign_ok before that redirection */
+	struct cls_cmd **tail;       /* where the next simple command is appended */
+	int assign_ok;               /* the next word could be an assignment (command position) */
+	int redir_target;            /* the next word is a redirection target */
+	int assign_saved;            /* assign_ok before that redirection */
+	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 };
 
 /* A growable byte buffer for a word being decoded: starts on the stack, moves to the arena. */
@@ -185,6 +186,25 @@ static int parse_subst(struct parser *P, size_t open)
 	P->have = 0;
 	cls_leave(P->c);
 	return 0;
+}
+
+/* A `((' that turned out not to be arithmetic is read again as parentheses.  Remembering where
+ * keeps nested ones from being scanned again on every re-read, which would take time
+ * exponential in the nesting. */
+static int arith_known_bad(const struct parser *P, size_t off)
+{
+	return P->arith_failed != NULL && (P->arith_failed[off / 8] >> (off % 8) & 1);
+}
+
+static void arith_mark_bad(struct parser *P, size_t off)
+{
+	if (P->arith_failed == NULL) {
+		P->arith_failed = cls_alloc(P->c, P->len / 8 + 1, P->base + off);
+		if (P->arith_failed == NULL)
+			return; /* the line is refused already */
+		memset(P->arith_failed, 0, P->len / 8 + 1);
+	}
+	P->arith_failed[off / 8] |= (unsigned char)(1u << (off % 8));
 }
 
 /* Scans an arithmetic body after "((" (or "$(("), parsing the substitutions inside.  Returns 0
@@ -482,7 +502,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		return parse_dquote(P, b, flags);
 	}
 	if (n == '(') {
-		if (at(P, P->pos + 2) == '(') {
+		if (at(P, P->pos + 2) == '(' && !arith_known_bad(P, open)) {
 			struct mark m;
 			P->pos += 3;
 			mark_save(P, &m);
@@ -495,6 +515,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 			if (r == 0)
 				return wb_exp(P, b, flags);
 			mark_restore(P, &m);
+			arith_mark_bad(P, open);
 			P->pos = open + 2; /* "$(" then a subshell */
 		} else {
 			P->pos += 2;
@@ -1677,7 +1698,7 @@ static int parse_command(struct parser *P)
 		if (cls_enter(P->c, P->base + off) == -1)
 			return -1;
 		r = 1;
-		if (at(P, P->pos) == '(') {
+		if (at(P, P->pos) == '(' && !arith_known_bad(P, off)) {
 			/* (( arithmetic )) unless it does not end that way: then nested subshells
 			 */
 			struct mark m;
@@ -1688,6 +1709,7 @@ static int parse_command(struct parser *P)
 				return -1;
 			if (r == 1) {
 				mark_restore(P, &m);
+				arith_mark_bad(P, off);
 				P->pos--;
 			}
 		}

@@ -353,6 +353,8 @@ c("x=1 in", "none", "after an assignment in is an ordinary word")
 c("git push || ]]", "deny", "]] in command position is a syntax error")
 c("git push >00000000000000000001>x", "deny", "a long number before > is an fd, not a target")
 c("git push 2147483648>x", "git:push", "a huge fd number is still a redirection")
+c("echo " + "$((" * 16 + "a" + ") )" * 16, "deny", "nested $(( that are not arithmetic: re-read once each, not exponentially")
+c("echo $((a) ); git push", "git:push", "$(( that is a substitution of a subshell")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
     for line, exp, note in C:
         assert "\t" not in line and "\n" not in line, line
