@@ -50,6 +50,14 @@ void proxy_conn_arm_timer(struct proxy_conn *c, uint64_t ms)
 	evtimer_add(c->timer, &tv);
 }
 
+/* libevent reads and writes 16 KiB at a time by default; bulk transfers want fewer, larger
+ * system calls.  Buffers still grow only as data arrives. */
+void proxy_bev_tune(struct bufferevent *bev)
+{
+	bufferevent_set_max_single_read(bev, PROXY_HIGH_WATER);
+	bufferevent_set_max_single_write(bev, PROXY_HIGH_WATER);
+}
+
 static void set_nodelay(evutil_socket_t fd)
 {
 	int one = 1;
@@ -93,6 +101,7 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	if (audit_write(srv->audit, &r) == -1)
 		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(srv->audit));
 
+	proxy_splice_free(c);
 	if (c->client.bev != NULL)
 		bufferevent_free(c->client.bev);
 	free_upstream(c);
@@ -318,12 +327,12 @@ static void try_next_address(struct proxy_conn *c, int last_err)
 		socklen_t len;
 		sockaddr_from(a, c->dest.port, &ss, &len);
 		proxy_format_addr(a, c->dest.port, c->addr_text, sizeof c->addr_text);
-		c->up.bev = bufferevent_socket_new(c->srv->base, -1,
-			BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		c->up.bev = bufferevent_socket_new(c->srv->base, -1, BEV_OPT_CLOSE_ON_FREE);
 		if (c->up.bev == NULL) {
 			last_err = ENOMEM;
 			break;
 		}
+		proxy_bev_tune(c->up.bev);
 		bufferevent_setcb(c->up.bev, up_read_cb, up_write_cb, up_event_cb, c);
 		if (bufferevent_socket_connect(c->up.bev, (struct sockaddr *)&ss, (int)len) == -1) {
 			last_err = EVUTIL_SOCKET_ERROR();
@@ -457,8 +466,9 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 
 	evutil_make_socket_nonblocking(fd);
 	set_nodelay(fd);
-	c->client.bev = bufferevent_socket_new(srv->base, fd,
-		BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	/* Callbacks run directly: libevent holds a reference across each, so one may close the
+	 * connection, and connect failures are deferred by libevent itself. */
+	c->client.bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(srv->base, timer_cb, c);
 	if (c->client.bev == NULL || c->timer == NULL) {
 		if (c->client.bev == NULL)
@@ -466,6 +476,7 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 		proxy_conn_close(c, "error");
 		return;
 	}
+	proxy_bev_tune(c->client.bev);
 	bufferevent_setcb(c->client.bev, client_read_cb, client_write_cb, client_event_cb, c);
 	proxy_http_init_conn(c);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);

@@ -133,6 +133,8 @@ struct proxy_half {
 	int shut;                    /* we shut down our write side */
 };
 
+struct proxy_splice;
+
 struct proxy_conn {
 	struct proxy_server *srv;
 	struct proxy_gen *gen;          /* the generation this connection decides under */
@@ -143,6 +145,7 @@ struct proxy_conn {
 	enum proxy_conn_state state;
 	struct proxy_half client;
 	struct proxy_half up;
+	struct proxy_splice *relay;     /* the splice relay of an established tunnel, or NULL */
 	char client_text[PROXY_ADDR_TEXT];
 	struct dns_addr peer;           /* the client's address, for sessions' clients lists */
 	struct sockaddr_storage local;  /* the listener address the client reached */
@@ -182,6 +185,8 @@ struct proxy_conn {
 	const char *end;                /* why it ended, for the close record */
 	int requests;                   /* requests decided on this connection */
 };
+
+void proxy_bev_tune(struct bufferevent *bev);
 
 /* time */
 uint64_t proxy_now_ms(void);
@@ -239,6 +244,11 @@ void proxy_peek_start(struct proxy_conn *c);
 void proxy_peek_read(struct proxy_conn *c);
 void proxy_peek_upstream(struct proxy_conn *c);
 void proxy_peek_timeout(struct proxy_conn *c);
+
+/* splice.c: moves an established tunnel onto splice(2); -1 when it cannot (the bufferevent
+ * relay carries on). */
+int proxy_splice_start(struct proxy_conn *c);
+void proxy_splice_free(struct proxy_conn *c);
 
 /* relay.c */
 void proxy_relay_start(struct proxy_conn *c);

@@ -98,6 +98,10 @@ void proxy_relay_start(struct proxy_conn *c)
 	proxy_conn_set_state(c, PROXY_CS_TUNNEL);
 	proxy_head_free(&c->req);
 	proxy_head_free(&c->resp);
+	proxy_conn_touch(c);
+	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
+	if (proxy_splice_start(c) == 0)
+		return;
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, PROXY_LOW_WATER, 0);
 	bufferevent_setwatermark(c->up.bev, EV_WRITE, PROXY_LOW_WATER, 0);
 	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);

@@ -1,0 +1,267 @@
+/* The zero-copy tunnel relay: splice(2) through a pipe, per direction.
+ *
+ * libevent's bufferevents read at most 4 KiB per wakeup, which caps a tunnel far below what the
+ * machine can move.  Once a tunnel is established and its first bytes were checked (peek.c), both
+ * sockets leave their bufferevents (which keep owning the descriptors) and each direction moves
+ * bytes socket -> pipe -> socket in the kernel.  Bytes still buffered from the bufferevent phase
+ * (the 200 answer, the peeked ClientHello, a server banner) go out first.  Pipes come from a small
+ * per-process pool and go back to it whenever they are empty, so an idle tunnel holds none.
+ * Backpressure is the pipe itself: a direction stops reading its source while its pipe cannot be
+ * emptied into the destination. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "proxy/proxy.h"
+
+#define PIPE_SIZE (256 * 1024) /* bytes a pipe holds (F_SETPIPE_SZ); also the largest splice */
+#define POOL_MAX 64            /* empty pipes kept for reuse */
+#define READS_PER_WAKEUP 8     /* splices from one source per event, so one tunnel cannot starve others */
+
+struct pipe_pool {
+	int fds[POOL_MAX][2];
+	size_t n;
+};
+
+static struct pipe_pool pool; /* the loop is single-threaded; one pool per process */
+
+static int pipe_get(int p[2])
+{
+	if (pool.n > 0) {
+		pool.n--;
+		p[0] = pool.fds[pool.n][0];
+		p[1] = pool.fds[pool.n][1];
+		return 0;
+	}
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) == -1)
+		return -1;
+	fcntl(p[1], F_SETPIPE_SZ, PIPE_SIZE);
+	return 0;
+}
+
+/* Returns an empty pipe to the pool (or closes it); a pipe holding bytes is always closed. */
+static void pipe_put(int p[2], int empty)
+{
+	if (p[0] == -1)
+		return;
+	if (empty && pool.n < POOL_MAX) {
+		pool.fds[pool.n][0] = p[0];
+		pool.fds[pool.n][1] = p[1];
+		pool.n++;
+	} else {
+		close(p[0]);
+		close(p[1]);
+	}
+	p[0] = p[1] = -1;
+}
+
+struct proxy_splice_dir {
+	struct proxy_conn *c;
+	int src, dst;          /* socket descriptors (owned by the bufferevents) */
+	int pipe[2];           /* -1 while no bytes are in flight */
+	size_t inpipe;         /* bytes in the pipe */
+	struct evbuffer *pre;  /* bytes to write before anything spliced */
+	struct event *rd, *wr; /* src readable, dst writable */
+	int outbound;          /* client to upstream */
+	int eof;               /* src ended */
+	int shut;              /* dst's write side shut down */
+	int rd_on, wr_on;      /* which events are added */
+};
+
+struct proxy_splice {
+	struct proxy_splice_dir dir[2]; /* [0] client -> upstream, [1] upstream -> client */
+};
+
+static void want(struct proxy_splice_dir *d, int rd, int wr)
+{
+	if (rd != d->rd_on) {
+		if (rd)
+			event_add(d->rd, NULL);
+		else
+			event_del(d->rd);
+		d->rd_on = rd;
+	}
+	if (wr != d->wr_on) {
+		if (wr)
+			event_add(d->wr, NULL);
+		else
+			event_del(d->wr);
+		d->wr_on = wr;
+	}
+}
+
+/* -1: the connection was closed. */
+static int finish_dir(struct proxy_splice_dir *d)
+{
+	struct proxy_conn *c = d->c;
+	if (!d->shut) {
+		shutdown(d->dst, SHUT_WR);
+		d->shut = 1;
+	}
+	if (c->relay->dir[0].shut && c->relay->dir[1].shut) {
+		proxy_conn_close(c, c->end != NULL ? c->end : "client-closed");
+		return -1;
+	}
+	return 0;
+}
+
+/* Moves what it can in one direction; returns -1 when the connection was closed. */
+static int pump(struct proxy_splice_dir *d)
+{
+	struct proxy_conn *c = d->c;
+	while (evbuffer_get_length(d->pre) > 0) {
+		int n = evbuffer_write(d->pre, d->dst);
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR) {
+				want(d, 0, 1);
+				return 0;
+			}
+			proxy_conn_close(c, "error");
+			return -1;
+		}
+	}
+	for (int round = 0;; round++) {
+		while (d->inpipe > 0) {
+			ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe,
+				SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n == -1) {
+				if (errno == EAGAIN || errno == EINTR) {
+					want(d, 0, 1);
+					return 0;
+				}
+				proxy_conn_close(c, "error");
+				return -1;
+			}
+			d->inpipe -= (size_t)n;
+		}
+		pipe_put(d->pipe, 1);
+		if (d->eof || round == READS_PER_WAKEUP)
+			break;
+		size_t len = PIPE_SIZE;
+		if (c->session != NULL) {
+			const struct allow_limits *l = &c->session->cfg->limits;
+			uint64_t used = d->outbound ? c->session->bytes_out : c->session->bytes_in;
+			uint64_t lim = d->outbound ? l->max_bytes_out : l->max_bytes_in;
+			if (used >= lim) {
+				proxy_conn_close(c, "limit-bytes");
+				return -1;
+			}
+			if (lim - used < len)
+				len = (size_t)(lim - used);
+		}
+		if (d->pipe[0] == -1 && pipe_get(d->pipe) == -1) {
+			proxy_conn_close(c, "error");
+			return -1;
+		}
+		ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n == 0) {
+			d->eof = 1;
+			if (c->end == NULL)
+				c->end = d->outbound ? "client-closed" : "upstream-closed";
+			break;
+		}
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			proxy_conn_close(c, "error");
+			return -1;
+		}
+		d->inpipe = (size_t)n;
+		proxy_conn_touch(c);
+		if (d->outbound) {
+			c->bytes_out += (uint64_t)n;
+			if (c->session != NULL)
+				c->session->bytes_out += (uint64_t)n;
+		} else {
+			c->bytes_in += (uint64_t)n;
+			if (c->session != NULL)
+				c->session->bytes_in += (uint64_t)n;
+		}
+	}
+	pipe_put(d->pipe, d->inpipe == 0);
+	if (d->eof) {
+		want(d, 0, 0);
+		return finish_dir(d);
+	}
+	want(d, 1, 0);
+	return 0;
+}
+
+static void on_event(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pump(arg);
+}
+
+int proxy_splice_start(struct proxy_conn *c)
+{
+	struct proxy_splice *sp = calloc(1, sizeof *sp);
+	if (sp == NULL)
+		return -1;
+	int cfd = (int)bufferevent_getfd(c->client.bev), ufd = (int)bufferevent_getfd(c->up.bev);
+	for (int i = 0; i < 2; i++) {
+		struct proxy_splice_dir *d = &sp->dir[i];
+		d->c = c;
+		d->outbound = i == 0;
+		d->src = i == 0 ? cfd : ufd;
+		d->dst = i == 0 ? ufd : cfd;
+		d->pipe[0] = d->pipe[1] = -1;
+		d->pre = evbuffer_new();
+		d->rd = event_new(c->srv->base, d->src, EV_READ | EV_PERSIST, on_event, d);
+		d->wr = event_new(c->srv->base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
+		if (d->pre == NULL || d->rd == NULL || d->wr == NULL) {
+			c->relay = sp;
+			proxy_splice_free(c);
+			return -1;
+		}
+	}
+	c->relay = sp;
+	bufferevent_disable(c->client.bev, EV_READ | EV_WRITE);
+	bufferevent_disable(c->up.bev, EV_READ | EV_WRITE);
+	/* What the bufferevents still hold goes first, in order.  Their inputs are tunnel bytes not
+	 * counted yet; their outputs were counted when they were queued (or are egressd's own 200). */
+	uint64_t cin = evbuffer_get_length(bufferevent_get_input(c->client.bev));
+	uint64_t uin = evbuffer_get_length(bufferevent_get_input(c->up.bev));
+	c->bytes_out += cin;
+	c->bytes_in += uin;
+	if (c->session != NULL) {
+		c->session->bytes_out += cin;
+		c->session->bytes_in += uin;
+	}
+	evbuffer_add_buffer(sp->dir[0].pre, bufferevent_get_output(c->up.bev));
+	evbuffer_add_buffer(sp->dir[0].pre, bufferevent_get_input(c->client.bev));
+	evbuffer_add_buffer(sp->dir[1].pre, bufferevent_get_output(c->client.bev));
+	evbuffer_add_buffer(sp->dir[1].pre, bufferevent_get_input(c->up.bev));
+	sp->dir[0].eof = c->client.eof;
+	sp->dir[1].eof = c->up.eof;
+	if (pump(&sp->dir[0]) == -1)
+		return 0;
+	pump(&sp->dir[1]);
+	return 0;
+}
+
+void proxy_splice_free(struct proxy_conn *c)
+{
+	struct proxy_splice *sp = c->relay;
+	if (sp == NULL)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct proxy_splice_dir *d = &sp->dir[i];
+		if (d->rd != NULL)
+			event_free(d->rd);
+		if (d->wr != NULL)
+			event_free(d->wr);
+		if (d->pre != NULL)
+			evbuffer_free(d->pre);
+		pipe_put(d->pipe, d->inpipe == 0);
+	}
+	free(sp);
+	c->relay = NULL;
+}
