@@ -54,7 +54,7 @@ MODES = {
     "full": dict(reps=3, wrk_s=5, gets=3, fetches=1000, fetch_s=90, tunnels=5000, tunnel_s=60,
                  decide_s=0.5, budget_s=13 * 60),
     "quick": dict(reps=1, wrk_s=2, gets=2, fetches=200, fetch_s=10, tunnels=2000, tunnel_s=15,
-                  decide_s=0.2, budget_s=100),
+                  decide_s=0.2, budget_s=90),
 }
 
 T0 = time.monotonic()
