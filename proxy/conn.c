@@ -73,7 +73,8 @@ static void free_upstream(struct proxy_conn *c)
 	c->up.eof = 0;
 	c->up.shut = 0;
 	c->up_idle = 0;
-	c->up_key[0] = '\0';
+	free(c->up_key);
+	c->up_key = NULL;
 }
 
 /* The one way a connection ends: cancels what is pending, frees both halves, and writes the close
@@ -110,6 +111,8 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	proxy_head_free(&c->req);
 	proxy_head_free(&c->resp);
 	free(c->path);
+	free(c->rule);
+	free(c->addrs);
 	if (c->session_counted)
 		c->session->active--;
 	if (c->prev != NULL)
@@ -407,21 +410,27 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 static void reject_busy(int fd)
 {
+#define BUSY_BODY "egressd is serving limits.maxClients connections; try again shortly.\n"
 	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
 				  "X-Egressd-Reason: limit-clients\r\n"
 				  "X-Egressd-Rule: limits.maxClients\r\n"
-				  "Content-Type: text/plain\r\nContent-Length: 80\r\n"
-				  "Connection: close\r\n\r\n"
-				  "egressd is serving limits.maxClients connections; try again shortly.      \n";
-	ssize_t n = write(fd, msg, sizeof msg - 1);
-	(void)n;
+				  "Content-Type: text/plain\r\n"
+				  "Connection: close\r\n"
+				  "Content-Length: ";
+	char head[sizeof msg + 128];
+	int n = snprintf(head, sizeof head, "%s%zu\r\n\r\n%s", msg, sizeof BUSY_BODY - 1, BUSY_BODY);
+	/* One non-blocking write: a client that cannot take 200 bytes gets nothing. */
+	ssize_t w = write(fd, head, n > 0 && (size_t)n < sizeof head ? (size_t)n : 0);
+	(void)w;
 	close(fd);
+#undef BUSY_BODY
 }
 
 void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,
 	const struct proxy_listener *l)
 {
 	(void)len;
+	(void)l; /* listeners of their own sessions come with the control API */
 	if (srv->stopping) {
 		close(fd);
 		return;
@@ -441,8 +450,6 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	c->id = srv->next_conn_id++;
 	c->start_ms = proxy_now_ms();
 	c->last_active_ms = c->start_ms;
-	memcpy(&c->local, &l->addr, l->addrlen);
-	c->locallen = l->addrlen;
 	struct dns_addr a = {0};
 	c->peer.family = sa->sa_family;
 	if (sa->sa_family == AF_INET) {

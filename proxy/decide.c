@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -72,8 +73,7 @@ void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char
 	const char *detail)
 {
 	proxy_audit_decision(c, "deny", reason, rule, status);
-	if (c->state == PROXY_CS_TUNNEL || c->state == PROXY_CS_PEEK || c->resp_sent ||
-		c->client.bev == NULL) {
+	if (c->state == PROXY_CS_TUNNEL || c->tunnel_ok_sent || c->resp_sent || c->client.bev == NULL) {
 		/* Bytes already flowed: no answer can be framed any more. */
 		proxy_conn_close(c, "denied");
 		return;
@@ -117,6 +117,55 @@ void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char
 	proxy_conn_finish(c, "denied");
 }
 
+/* The address as the kernel would dial it: IPv4 out of an IPv4-mapped IPv6 address. */
+static void dial_form(const struct dns_addr *a, struct dns_addr *out)
+{
+	*out = *a;
+	if (a->family == AF_INET6 && IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)a->addr)) {
+		out->family = AF_INET;
+		memcpy(out->addr, a->addr + 12, 4);
+		memset(out->addr + 4, 0, 12);
+	}
+}
+
+/* The listener a dial to a:dest.port would reach, or NULL.  0.0.0.0 and :: dial this host, so
+ * they reach every listener on that port; a wildcard listener is reached by any loopback
+ * address. */
+static const struct proxy_listener *own_listener(const struct proxy_conn *c, const struct dns_addr *a)
+{
+	struct dns_addr d;
+	dial_form(a, &d);
+	static const uint8_t zero[16];
+	int any = memcmp(d.addr, zero, d.family == AF_INET ? 4 : 16) == 0;
+	int loopback = d.family == AF_INET ? d.addr[0] == 127
+					   : IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)d.addr);
+	for (size_t j = 0; j < c->srv->nlisteners; j++) {
+		const struct proxy_listener *l = &c->srv->listeners[j];
+		const uint8_t *laddr;
+		size_t alen;
+		uint16_t lport;
+		int lfamily = l->addr.ss_family;
+		if (lfamily == AF_INET) {
+			const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l->addr;
+			laddr = (const uint8_t *)&s4->sin_addr;
+			alen = 4;
+			lport = ntohs(s4->sin_port);
+		} else {
+			const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l->addr;
+			laddr = (const uint8_t *)&s6->sin6_addr;
+			alen = 16;
+			lport = ntohs(s6->sin6_port);
+		}
+		if (lport != c->dest.port)
+			continue;
+		int lany = memcmp(laddr, zero, alen) == 0;
+		if (any || (lany && loopback) ||
+			(lfamily == d.family && memcmp(laddr, d.addr, alen) == 0))
+			return l;
+	}
+	return NULL;
+}
+
 /* Judges resolved (or literal) addresses; keeps the ones that pass in c->addrs.  Returns 0 when
  * one passed; otherwise answers the client and returns -1. */
 static int judge_addresses(struct proxy_conn *c, const struct dns_addr *addrs, size_t n)
@@ -124,32 +173,24 @@ static int judge_addresses(struct proxy_conn *c, const struct dns_addr *addrs, s
 	char why[200] = "", first_why[200] = "";
 	const struct dns_addr *first_denied = NULL;
 	c->naddrs = 0;
+	if (c->addrs == NULL) {
+		c->addrs = malloc(DNS_MAX_ADDRS * sizeof *c->addrs);
+		if (c->addrs == NULL) {
+			proxy_conn_close(c, "error");
+			return -1;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct dns_addr *a = &addrs[i];
-		/* A destination that is one of our own listeners is a loop, allowed range or not. */
-		for (size_t j = 0; j < c->srv->nlisteners; j++) {
-			const struct proxy_listener *l = &c->srv->listeners[j];
-			int same = 0;
-			if (l->addr.ss_family == AF_INET && a->family == AF_INET) {
-				const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l->addr;
-				same = ntohs(s4->sin_port) == c->dest.port &&
-				       (s4->sin_addr.s_addr == htonl(INADDR_ANY) ||
-					       memcmp(&s4->sin_addr, a->addr, 4) == 0);
-			} else if (l->addr.ss_family == AF_INET6 && a->family == AF_INET6) {
-				const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l->addr;
-				same = ntohs(s6->sin6_port) == c->dest.port &&
-				       (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) ||
-					       memcmp(&s6->sin6_addr, a->addr, 16) == 0);
-			}
-			if (same) {
-				proxy_format_addr(a, c->dest.port, c->addr_text, sizeof c->addr_text);
-				char rule[160];
-				snprintf(rule, sizeof rule, "listen.proxy %s", l->text);
-				proxy_deny(c, 508, "loop",  rule,
-					"The destination is egressd itself; send requests for the real "
-					"destination instead");
-				return -1;
-			}
+		const struct proxy_listener *l = own_listener(c, a);
+		if (l != NULL) {
+			proxy_format_addr(a, c->dest.port, c->addr_text, sizeof c->addr_text);
+			char rule[160];
+			snprintf(rule, sizeof rule, "listen.proxy %s", l->text);
+			proxy_deny(c, 508, "loop", rule,
+				"The destination is egressd itself; send requests for the real "
+				"destination instead");
+			return -1;
 		}
 		if (dns_addr_judge(&c->gen->addrpol, a->family, a->addr, why, sizeof why) == 0) {
 			if (c->naddrs < DNS_MAX_ADDRS)
@@ -161,12 +202,15 @@ static int judge_addresses(struct proxy_conn *c, const struct dns_addr *addrs, s
 	}
 	if (c->naddrs > 0)
 		return 0;
-	char rule[320], ip[PROXY_ADDR_TEXT];
-	proxy_format_addr(first_denied, c->dest.port, ip, sizeof ip);
-	char *colon = strrchr(ip, ':');
-	if (colon != NULL)
-		*colon = '\0';
-	snprintf(rule, sizeof rule, "dns.allowAddresses (%s is %s)", ip, first_why);
+	char rule[400], ip[INET6_ADDRSTRLEN] = "?", v4text[INET_ADDRSTRLEN];
+	inet_ntop(first_denied->family, first_denied->addr, ip, sizeof ip);
+	uint8_t v4[4];
+	if (first_denied->family == AF_INET6 && dns_addr_embedded_v4(first_denied->addr, v4) != NULL &&
+		inet_ntop(AF_INET, v4, v4text, sizeof v4text) != NULL)
+		snprintf(rule, sizeof rule, "dns.allowAddresses (%s carries %s, which is %s)", ip, v4text,
+			first_why);
+	else
+		snprintf(rule, sizeof rule, "dns.allowAddresses (%s is %s)", ip, first_why);
 	char detail[400];
 	snprintf(detail, sizeof detail,
 		"%s resolves only to addresses egressd never dials; add the range to "
@@ -267,7 +311,7 @@ int proxy_session_pick(struct proxy_conn *c)
 	int any_token = 0;
 	for (size_t i = 0; i < c->gen->cfg->nsessions; i++)
 		any_token |= c->gen->sessions[i].cfg->token != NULL;
-	if (auth != NULL) {
+	if (auth != NULL && any_token) {
 		s = session_by_auth(c, auth, n);
 		if (s == NULL) {
 			proxy_deny(c, 407, "auth-required", "sessions.*.auth",
@@ -336,9 +380,9 @@ int proxy_session_pick(struct proxy_conn *c)
 void proxy_decide(struct proxy_conn *c)
 {
 	/* A kept-alive upstream to the same destination is reused once the policy agrees. */
-	char key[sizeof c->up_key], kept_addr[PROXY_ADDR_TEXT];
+	char key[ALLOW_HOST_BUF + 8], kept_addr[PROXY_ADDR_TEXT];
 	snprintf(key, sizeof key, "%s:%u", c->dest.host, c->dest.port);
-	int reuse = c->up.bev != NULL && c->up_idle && strcmp(key, c->up_key) == 0;
+	int reuse = c->up.bev != NULL && c->up_idle && c->up_key != NULL && strcmp(key, c->up_key) == 0;
 	memcpy(kept_addr, c->addr_text, sizeof kept_addr);
 	c->addr_text[0] = '\0';
 	if (proxy_session_pick(c) == -1)
@@ -353,7 +397,8 @@ void proxy_decide(struct proxy_conn *c)
 		return;
 	}
 	c->requests++;
-	memcpy(c->rule, d.rule, sizeof c->rule);
+	free(c->rule);
+	c->rule = strdup(d.rule);
 	if (proxy_session_new_host(c->session, c->dest.host, proxy_now_ms()) == -1) {
 		char rule[120];
 		snprintf(rule, sizeof rule, "limits.maxNewHostsPerMinute (%llu)",
@@ -386,13 +431,17 @@ void proxy_decide(struct proxy_conn *c)
 
 void proxy_conn_upstream_connected(struct proxy_conn *c)
 {
-	snprintf(c->up_key, sizeof c->up_key, "%s:%u", c->dest.host, c->dest.port);
+	free(c->addrs);
+	c->addrs = NULL;
+	if (!c->is_connect && c->up_key == NULL) {
+		char key[ALLOW_HOST_BUF + 8];
+		snprintf(key, sizeof key, "%s:%u", c->dest.host, c->dest.port);
+		c->up_key = strdup(key);
+	}
 	/* The host decision is on disk before the first byte; a peek that then refuses the
 	 * tunnel's first bytes writes a second record, a deny. */
 	proxy_audit_decision(c, "allow", NULL, c->rule, -1);
 	if (c->is_connect) {
-		evbuffer_add(bufferevent_get_output(c->client.bev),
-			"HTTP/1.1 200 Connection established\r\n\r\n", 39);
 		proxy_peek_start(c);
 	} else {
 		proxy_http_upstream_ready(c);

@@ -625,7 +625,8 @@ int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why,
 	c->req_keepalive = http_should_keep_alive(p);
 	c->req_chunked = (p->flags & F_CHUNKED) != 0;
 	c->action = 0;
-	c->rule[0] = '\0';
+	free(c->rule);
+	c->rule = NULL;
 	memset(&c->dest, 0, sizeof c->dest);
 	free(c->path);
 	c->path = NULL;
@@ -837,13 +838,15 @@ static void response_done(struct proxy_conn *c)
 	} else {
 		bufferevent_free(c->up.bev);
 		c->up.bev = NULL;
-		c->up_key[0] = '\0';
+		free(c->up_key);
+		c->up_key = NULL;
 	}
 	if (!c->req_keepalive || c->resp_eof_framed || c->srv->stopping || !c->req.msg_complete) {
 		proxy_conn_finish(c, c->resp_eof_framed ? "upstream-closed" : "client-closed");
 		return;
 	}
 	proxy_conn_set_state(c, PROXY_CS_HEAD);
+	c->resp_sent = 0;
 	req_reset(c);
 	proxy_head_free(&c->resp);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);

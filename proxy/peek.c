@@ -23,15 +23,26 @@
 #include "proxy/proxy.h"
 #include "proxy/sni.h"
 
+static void send_ok(struct proxy_conn *c)
+{
+	if (c->tunnel_ok_sent)
+		return;
+	evbuffer_add(bufferevent_get_output(c->client.bev),
+		"HTTP/1.1 200 Connection established\r\n\r\n", 39);
+	c->tunnel_ok_sent = 1;
+}
+
 static void peek_pass(struct proxy_conn *c)
 {
+	send_ok(c);
 	bufferevent_setwatermark(c->client.bev, EV_READ, 0, 0);
 	proxy_relay_start(c);
 }
 
 static void peek_deny(struct proxy_conn *c, const char *reason, const char *rule)
 {
-	proxy_deny(c, 403, reason, rule, "");
+	proxy_deny(c, 403, reason, rule,
+		"The tunnel's first bytes must be a TLS ClientHello naming the CONNECT host");
 }
 
 void proxy_peek_start(struct proxy_conn *c)
@@ -46,9 +57,12 @@ void proxy_peek_start(struct proxy_conn *c)
 	else
 		bufferevent_enable(c->up.bev, EV_READ);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);
-	/* Bytes sent right behind the CONNECT head are peeked at at once. */
+	/* Bytes sent right behind the CONNECT head are peeked at before any answer, so a refusal
+	 * can still be an HTTP answer; otherwise the client gets its 200 and speaks. */
 	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0)
 		proxy_peek_read(c);
+	else
+		send_ok(c);
 }
 
 void proxy_peek_read(struct proxy_conn *c)
@@ -68,6 +82,8 @@ void proxy_peek_read(struct proxy_conn *c)
 	case PROXY_SNI_NEED_MORE:
 		if (len >= PROXY_SNI_PEEK_MAX)
 			peek_deny(c, "tls-invalid", "TLS ClientHello larger than egressd reads");
+		else
+			send_ok(c);
 		return;
 	case PROXY_SNI_NOT_TLS:
 		if (c->dest.port == 443) {

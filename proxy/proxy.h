@@ -148,8 +148,6 @@ struct proxy_conn {
 	struct proxy_splice *relay;     /* the splice relay of an established tunnel, or NULL */
 	char client_text[PROXY_ADDR_TEXT];
 	struct dns_addr peer;           /* the client's address, for sessions' clients lists */
-	struct sockaddr_storage local;  /* the listener address the client reached */
-	socklen_t locallen;
 
 	http_parser req_parser;         /* client to us */
 	http_parser resp_parser;        /* upstream to us */
@@ -159,19 +157,20 @@ struct proxy_conn {
 	int resp_chunked;               /* the response body is re-framed as chunks */
 	int resp_eof_framed;            /* the response ends when upstream closes */
 	int resp_sent;                  /* the response head went to the client */
+	int tunnel_ok_sent;             /* the 200 to a CONNECT went to the client */
 	int req_keepalive;              /* client wants the connection kept */
 	int resp_keepalive;             /* upstream allows reuse */
 	int req_head_method;            /* HEAD request: response has no body */
 	int is_connect;
 	char method[24];
 	char *path;                     /* origin-form path of the current request (owned) */
-	char rule[320];                 /* the allow rule that admitted the current request */
+	char *rule;                     /* the allow rule of the current request (owned) */
 
 	struct allow_dest dest;         /* the canonical destination of the current request */
 	unsigned action;                /* leaf tags of the current request */
-	char up_key[ALLOW_HOST_BUF + 8];/* "host:port" the upstream socket is connected to */
+	char *up_key;                   /* "host:port" the upstream socket is connected to (owned) */
 	int up_idle;                    /* upstream socket connected and between requests */
-	struct dns_addr addrs[DNS_MAX_ADDRS]; /* addresses that passed the policy, in order */
+	struct dns_addr *addrs;         /* addresses that passed the policy (owned, while dialling) */
 	size_t naddrs, addr_next;
 	char addr_text[PROXY_ADDR_TEXT];/* the address being dialled */
 	struct dns_query *dnsq;
