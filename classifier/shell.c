@@ -67,10 +67,11 @@ struct parser {
 	size_t delim_op;         /* offset of that operator */
 	struct heredoc *pending; /* here-docs whose bodies come after the next newline */
 	struct heredoc **ptail;
-	struct cls_cmd **tail;       /* where the next simple command is appended */
-	int assign_ok;               /* the next word could be an assignment (command position) */
-	int redir_target;            /* the next word is a redirection target */
-	int assign_saved;            /* assign_ok before that redirection */
+	struct cls_cmd **tail; /* where the next simple command is appended */
+	int assign_ok;         /* the next word could be an assignment (command position) */
+	int redir_target;      /* the next word is a redirection target */
+	int assign_saved;      /* assign_ok before that redirection */
+	int assign_args;       /* the command is declare-like: its arguments are assignments */
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 };
 
@@ -90,6 +91,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags);
 static int parse_dquote(struct parser *P, struct wbuf *b, unsigned *flags);
 static int peek(struct parser *P, struct token **t);
+static int parse_subscript(struct parser *P, struct wbuf *b, unsigned *flags);
 
 static void wb_init(struct wbuf *b)
 {
@@ -531,18 +533,40 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		return wb_exp(P, b, flags);
 	}
 	if (n == '[') {
-		/* the obsolete $[ arithmetic ] */
+		/* the obsolete $[ arithmetic ]: substitutions inside are parsed as in $(( )) */
 		int depth = 0;
+		struct wbuf tmp;
+		unsigned fl = 0;
+		wb_init(&tmp);
 		P->pos += 2;
+		if (cls_enter(P->c, P->base + open) == -1)
+			return -1;
 		for (;;) {
 			if (P->pos >= P->len)
 				return ERR(P, open, "unterminated $[");
-			char ch = P->s[P->pos++];
-			if (ch == '[')
-				depth++;
-			else if (ch == ']' && depth-- == 0)
-				break;
+			char ch = P->s[P->pos];
+			tmp.n = 0;
+			if (ch == '$') {
+				if (parse_dollar(P, &tmp, &fl, 0) == -1)
+					return -1;
+			} else if (ch == '`') {
+				if (parse_backtick(P, &tmp, &fl) == -1)
+					return -1;
+			} else if (ch == '"') {
+				P->pos++;
+				if (parse_dquote(P, &tmp, &fl) == -1)
+					return -1;
+			} else if (ch == '\\') {
+				P->pos += P->pos + 1 < P->len ? 2 : 1;
+			} else {
+				P->pos++;
+				if (ch == '[')
+					depth++;
+				else if (ch == ']' && depth-- == 0)
+					break;
+			}
 		}
+		cls_leave(P->c);
 		return wb_exp(P, b, flags);
 	}
 	if (is_name_start(n)) {
@@ -696,6 +720,15 @@ static int parse_array(struct parser *P)
 		}
 		if (is_meta(ch) && !((ch == '<' || ch == '>') && at(P, P->pos + 1) == '('))
 			return ERR(P, P->pos, "syntax error in array assignment");
+		if (ch == '[') {
+			/* [KEY]=VALUE: the key is a bracket pair, as after NAME[ */
+			struct wbuf key;
+			unsigned kf = 0;
+			wb_init(&key);
+			if (parse_subscript(P, &key, &kf) == -1)
+				return -1;
+			continue;
+		}
 		struct token t;
 		if (lex_word(P, &t) == -1)
 			return -1;
@@ -781,7 +814,7 @@ static int read_word(struct parser *P, struct token *t)
 					return -1;
 				continue;
 			}
-			if (ch == '(' && is_assign_prefix(&b, flags)) {
+			if (ch == '(' && P->assign_ok && is_assign_prefix(&b, flags)) {
 				if (parse_array(P) == -1)
 					return -1;
 				flags |= CLS_W_QUOTED; /* keep it from being read as a reserved word
@@ -1173,6 +1206,7 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	}
 	if (t->kind != T_WORD) {
 		P->assign_ok = 1;
+		P->assign_args = 0;
 		P->redir_target = 0;
 		return;
 	}
@@ -1186,7 +1220,14 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 		for (size_t i = 0; openers[i] != NULL; i++)
 			if (strcmp(t->w.s, openers[i]) == 0)
 				opener = 1;
-	P->assign_ok = opener || (P->assign_ok && is_assignment(&t->w));
+	/* after declare-like builtins every argument may be an assignment (NAME=(...) too) */
+	static const char *const assigners[] = {
+	        "declare", "typeset", "local", "export", "readonly", NULL};
+	if (P->assign_ok && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)))
+		for (size_t i = 0; assigners[i] != NULL; i++)
+			if (strcmp(t->w.s, assigners[i]) == 0)
+				P->assign_args = 1;
+	P->assign_ok = opener || P->assign_args || (P->assign_ok && is_assignment(&t->w));
 }
 
 static int peek(struct parser *P, struct token **t)

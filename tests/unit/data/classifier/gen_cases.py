@@ -355,6 +355,13 @@ c("git push >00000000000000000001>x", "deny", "a long number before > is an fd, 
 c("git push 2147483648>x", "git:push", "a huge fd number is still a redirection")
 c("echo " + "$((" * 16 + "a" + ") )" * 16, "deny", "nested $(( that are not arithmetic: re-read once each, not exponentially")
 c("echo $((a) ); git push", "git:push", "$(( that is a substitution of a subshell")
+c("echo a=(b) ; git push", "deny", "NAME=( as an argument is a syntax error")
+c("declare -a a=($(git fetch)) b", "git:fetch", "declare takes array assignments as arguments")
+c("local -A m=([k]=$(curl -s https://x.test))", "http:read", "local with an associative array")
+c("echo $[ `git push ]", "deny", "unterminated backtick inside $[ ]")
+c("echo $[ $(git push) + 1 ]", "git:push", "substitution inside $[ ]")
+c("r=([a b); git push", "deny", "unterminated key in an array assignment")
+c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
     for line, exp, note in C:
         assert "\t" not in line and "\n" not in line, line
