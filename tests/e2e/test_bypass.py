@@ -66,6 +66,7 @@ HOSTS = {
     "nat64.test": ["64:ff9b::7f00:1"],
     "sixtofour.test": ["2002:7f00:1::1"],
     "teredo.test": ["2001:0:4136:e378:8000:63bf:80ff:fffe"],
+    "mappedself.test": ["::ffff:127.0.0.1"],
 }
 
 
@@ -761,6 +762,20 @@ def rows_loop():
                   bound=loop_bound, addrs=("127.0.0.0/8", "0.0.0.0/8"),
                   audit={"event": "request"},
                   why="0.0.0.0 reaches local listeners on Linux"))
+    rows.append(H("loop: CONNECT 0.0.0.0:PROXY", connect("0.0.0.0:{proxy}"), (403, 508),
+                  ("address-denied", "loop"), bound=loop_bound,
+                  addrs=("127.0.0.0/8", "0.0.0.0/8"), audit={"event": "connect"},
+                  why="0.0.0.0 reaches local listeners on Linux"))
+    rows.append(H("loop: CONNECT [::ffff:127.0.0.1]:PROXY",
+                  connect("[::ffff:127.0.0.1]:{proxy}"), (403, 508), ("address-denied", "loop"),
+                  bound=allow("[::ffff:127.0.0.1]"), audit={"event": "connect"},
+                  why="a mapped IPv6 spelling of the listener is still the listener"))
+    rows.append(H("loop: CONNECT to a name resolving to ::ffff:127.0.0.1, proxy port",
+                  connect("mappedself.test:{proxy}"), (403, 508), ("address-denied", "loop"),
+                  audit={"event": "connect"},
+                  why="a name an attacker controls can answer with a mapped loopback address; "
+                      "allowAddresses 127.0.0.0/8 (the example config) covers the embedded "
+                      "address, so only the loop check stands between it and the listener"))
     rows.append(H("loop: GET [::ffff:127.0.0.1]:PROXY",
                   get("http://[::ffff:127.0.0.1]:{proxy}/"), (403, 508), ("address-denied", "loop"),
                   bound=allow("[::ffff:127.0.0.1]"), audit={"event": "request"},
@@ -894,8 +909,11 @@ def run_h(h, cs):
         c.send(fill(cs["send"], x["ports"]))
         r = c.read_response()
         x["response"] = r
-        check(one_of(r.status, cs["status"]), "status: expected %r, got %d; response %r"
-              % (cs["status"], r.status, r))
+        if not one_of(r.status, cs["status"]):
+            time.sleep(0.2)
+            raise TestFailure("status: expected %r, got %d; response %r; decisions so far:\n%s"
+                              % (cs["status"], r.status, r, dump(
+                                  [d for d in e.audit() if "decision" in d])))
         reason = r.header("X-Egressd-Reason")
         if r.status == 200:
             check_eq(reason, None, "X-Egressd-Reason on an allowed request")
@@ -1117,6 +1135,48 @@ def f_banner_first(h, delay=0.0):
     check_eq(e.stop(), 0, "exit code")
 
 
+def f_loop_session_escape(h):
+    """A client whose session is chosen by its source address (127.0.0.5) and denies
+    evil.test tunnels to egressd itself through a name that resolves to ::ffff:127.0.0.1; the
+    looped connection comes from 127.0.0.1 and would be the unrestricted default session."""
+    rec = h.add(Recorder())
+    hosts = dict(HOSTS)
+    sessions = {"default": {},
+                "agent": {"clients": ["127.0.0.5/32"],
+                          "bound": {"network": deny("evil.test")}}}
+    e = h.egressd(base_config(hosts, sessions=sessions))
+    sock = socket.create_connection(("127.0.0.1", e.port), timeout=5,
+                                    source_address=("127.0.0.5", 0))
+    c = Conn.__new__(Conn)
+    c.sock, c.buf = sock, b""
+    c.local = "127.0.0.5:%d" % sock.getsockname()[1]
+    try:
+        c.send(connect("mappedself.test:%d" % e.port))
+        st, _, _ = c.read_head()
+        if st == 200:
+            c.send(get("http://evil.test:%d/escaped" % rec.port))
+            try:
+                r = c.read_response()
+                inner = "%d %s" % (r.status, r.header("X-Egressd-Reason") or "")
+            except (TestFailure, OSError) as ex:
+                inner = "no answer (%s)" % ex
+            time.sleep(0.3)
+            raise TestFailure("CONNECT mappedself.test:PROXY answered 200 (a tunnel into "
+                              "egressd itself); GET evil.test through it got %s; requests at "
+                              "the origin: %r; decisions:\n%s"
+                              % (inner, rec.heads(), dump([d for d in e.audit()
+                                                           if "decision" in d])))
+        check(st in (403, 508), "CONNECT to the proxy's own listener: status %d" % st)
+    finally:
+        c.close()
+    check_eq(rec.accepted, 0, "connections at the origin")
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    mine = decisions_of(recs, c.local)
+    check(mine and mine[0].get("session") == "agent", "the 127.0.0.5 client was not in session "
+          "agent: %s" % dump(recs))
+
+
 def f_max_clients(h):
     e = h.egressd(base_config({"origin.test": ["127.0.0.1"]}, global_limits={"maxClients": 2}))
     held = []
@@ -1236,6 +1296,11 @@ def rows_functions():
           f_banner_first(h, 0.3), "CONNECT ssh.test:P, then only read; the banner comes 0.3 s "
           "after the upstream accepted", "200 and the banner within 5 s",
           "a server-first protocol must not wait for limits.headerTimeout"),
+        F("loop escape: source-address session tunnels into egressd via ::ffff:127.0.0.1",
+          f_loop_session_escape, "from 127.0.0.5 (session agent, evil.test denied): CONNECT "
+          "mappedself.test:PROXY, then GET evil.test inside",
+          "403/508; no tunnel; the origin never sees the GET",
+          "a looped connection comes from 127.0.0.1 and lands in another session"),
         F("limits.maxClients: the third of 2 allowed clients", f_max_clients,
           "two held partial heads, then a third connection",
           "503 Service Unavailable, X-Egressd-Reason limit-clients, closed at once",
