@@ -192,6 +192,8 @@ static void req_reset(struct proxy_conn *c)
 	head_reset(&c->req);
 	c->req.scan = SCAN_REQLINE;
 	c->req.nstart = 0;
+	c->req.rl_spaces = 0;
+	c->req.rl_prev_space = 0;
 }
 
 static int req_url(http_parser *p, const char *at, size_t len)
@@ -349,6 +351,14 @@ static int scan_head(struct proxy_head *h, const unsigned char *d, size_t n)
 		case SCAN_REQLINE:
 			if (h->nstart < sizeof h->start - 1)
 				h->start[h->nstart++] = (char)ch;
+			if (ch == ' ') {
+				/* Exactly "METHOD SP TARGET SP VERSION": no parser leniency to exploit. */
+				if (h->rl_prev_space || ++h->rl_spaces > 2 || h->nstart == 1)
+					h->bad_why = "the request line is not METHOD SP TARGET SP VERSION";
+				h->rl_prev_space = 1;
+				break;
+			}
+			h->rl_prev_space = 0;
 			if (ch == '\r')
 				h->scan = SCAN_CR;
 			else if (ch == '\n')
@@ -550,6 +560,14 @@ static int check_framing(struct proxy_conn *c, const char **reason, char *why, s
 			snprintf(why, whylen, "Transfer-Encoding other than a single \"chunked\" is refused");
 			return 400;
 		}
+	}
+	int hosts = 0;
+	for (uint32_t i = 0; i < h->nfields; i++)
+		hosts += name_is(h, &h->fields[i], "host");
+	if (hosts > 1) {
+		*reason = "bad-request";
+		snprintf(why, whylen, "more than one Host header");
+		return 400;
 	}
 	if (te > 1) {
 		*reason = "bad-request";

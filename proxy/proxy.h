@@ -125,6 +125,8 @@ struct proxy_head {
 	char start[8];               /* the first bytes of a request line, for methods http-parser
 	                                does not know */
 	uint32_t nstart;
+	uint32_t rl_spaces;          /* spaces seen in the request line */
+	int rl_prev_space;           /* the last request-line byte was a space */
 };
 
 struct proxy_half {
