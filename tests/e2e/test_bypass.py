@@ -496,6 +496,18 @@ def rows_names():
           "host-denied", "evil.test", bound=deny("evil.test"),
           audit={"event": "connect", "host": "evil.test"},
           why="the CONNECT authority is canonicalised too"),
+        H("scheme: upper-case HTTP:// to a denied host", get("HTTP://EVIL.test:{rec}/"),
+          (400, 403), ("bad-request", "host-denied"), bound=deny("evil.test"),
+          why="the scheme is case-insensitive; an odd spelling must not skip the policy"),
+        H("scheme: https:// absolute URI to a denied host", get("https://evil.test:{rec}/"),
+          (400, 403), ("bad-request", "host-denied"), bound=deny("evil.test"),
+          why="whatever egressd does with https:// in a plain request, the deny list holds"),
+        H("scheme: ftp:// to a denied host", get("ftp://evil.test:{rec}/"), (400, 403),
+          ("bad-request", "host-denied"), bound=deny("evil.test"),
+          why="an unknown scheme must not reach a denied host"),
+        H("scheme: http:/ with one slash", get("http:/evil.test:{rec}/", host=b"origin.test"),
+          (400, 403), ("bad-request", "host-denied"), bound=deny("evil.test"),
+          why="a malformed authority must not fall back to the Host header"),
         H("allowed neighbour: 63-byte label", get("http://%s.test:{rec}/" % LABEL63), 200,
           audit={"event": "request", "host": LABEL63 + ".test"},
           why="the limits are exact: 63 is still a label"),
@@ -1340,12 +1352,23 @@ def runner(cs):
 # The table for docs/security-tests.md.
 
 def md_bytes(b):
+    """Request bytes for the table: the Host line is left out when it is the URI's authority,
+    CRLF shows as ↵, other bytes outside printable ASCII as \\xNN."""
     if callable(b):
         return "(hand-built ClientHello)"
-    s = b.decode("latin-1")
-    s = "".join(c if 32 <= ord(c) < 127 else "\\x%02x" % ord(c) for c in s)
-    s = s.replace("\\x0d\\x0a", "␍␊ ").replace("|", "\\|")
-    return "`" + (s if len(s) < 110 else s[:100] + "…") .replace("`", "'") + "`"
+    first, sep, rest = b.partition(b"\r\n")
+    parts = first.split(b" ")
+    if len(parts) == 3:
+        auth = parts[1].split(b"://", 1)[-1].split(b"/", 1)[0]
+        rest = rest.replace(b"Host: " + auth + b"\r\n", b"", 1)
+    b = first + sep + rest
+    if b.endswith(b"\r\n\r\n") and b.count(b"\r\n\r\n") == 1:
+        b = b[:-4]
+    s = b.decode("latin-1").replace("\r\n", "↵")
+    s = "".join(c if 32 <= ord(c) < 127 or c == "↵" else "\\x%02x" % ord(c) for c in s)
+    if len(s) > 120:
+        s = s[:110] + "… (%d bytes)" % len(b)
+    return "`" + s.replace("`", "'").replace("|", "\\|") + "`"
 
 
 def md_answer(cs):
