@@ -438,6 +438,20 @@ class Egressd:
                 self._listen.set()
         self._listen.set()
 
+    def wait_stderr(self, pattern, timeout):
+        """Waits until a standard-error line matches the regex pattern; returns the line or
+        None after timeout seconds."""
+        rx = re.compile(pattern)
+        deadline = time.time() + timeout
+        while True:
+            with self._lock:
+                for line in self.stderr_lines:
+                    if rx.search(line):
+                        return line
+            if time.time() > deadline or self.proc.poll() is not None:
+                return None
+            time.sleep(0.05)
+
     def config_text(self):
         with open(self.config_path) as f:
             return f.read()
