@@ -991,7 +991,13 @@ def run_t(h, cs):
     try:
         head = connect(target)
         c.send(head + payload if cs["with_connect"] else head)
-        st, _, hdrs = c.read_head()
+        c.sock.settimeout(5)
+        try:
+            st, _, hdrs = c.read_head()
+        except socket.timeout:
+            raise TestFailure("no answer to the CONNECT within 5s%s (got %r; %d bytes at the "
+                              "upstream)" % (" sent with the tunnel's first bytes"
+                                             if cs["with_connect"] else "", c.buf, up.total()))
         if cs["with_connect"] and st == 403 and cs["outcome"] != "pass":
             # Bytes behind the CONNECT head may be judged before any answer; then the refusal
             # is a 403 carrying the reason instead of a 200 and a close.
