@@ -438,6 +438,18 @@ class Egressd:
                 self._listen.set()
         self._listen.set()
 
+    def rewrite_config(self, config=None, text=None):
+        """Replaces the config file (for SIGHUP tests): config as a dict (audit.path kept as
+        before when absent) or raw YAML text."""
+        if text is None:
+            config = dict(config)
+            config.setdefault("audit", {"path": self.audit_path})
+            text = to_yaml(config) + "\n"
+        tmp = self.config_path + ".new"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.config_path)
+
     def wait_stderr(self, pattern, timeout):
         """Waits until a standard-error line matches the regex pattern; returns the line or
         None after timeout seconds."""

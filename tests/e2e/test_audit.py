@@ -2,6 +2,7 @@
 fields, one close per connection, a decision on disk before its connection carries a byte,
 SIGUSR1 reopen, stop last."""
 
+import hashlib
 import json
 import os
 import signal
@@ -10,7 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Conn, base_config, check, check_audit_log, check_eq, echo_handler,  # noqa
-                     parse_audit, run_cases)
+                     parse_audit, run_cases, run_egressd)
 
 HOSTS = {"origin.test": ["127.0.0.1"], "echo.test": ["127.0.0.1"], "evil.test": ["127.0.0.1"]}
 
@@ -158,10 +159,43 @@ def case_sigusr1_reopens(h):
     check_eq(seqs, list(range(1, len(seqs) + 1)), "seq continues across the reopen")
 
 
+def case_chain_and_verify(h):
+    origin = h.origin()
+    cfg = base_config(HOSTS)
+    e = h.egressd(dict(cfg, audit={"path": os.path.join(h.tmp, "chained.jsonl"), "chain": True}))
+    for i in range(3):
+        c = Conn(e.port)
+        c.request("GET", "http://origin.test:%d/c%d" % (origin.port, i))
+        check_eq(c.read_response().status, 200, "GET %d" % i)
+        c.close()
+    check_eq(e.stop(), 0, "exit code")
+    path = os.path.join(h.tmp, "chained.jsonl")
+    recs = parse_audit(path)
+    check_audit_log(recs)
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")[:-1]
+    for prev_line, rec in zip(lines, recs[1:]):
+        check_eq(rec.get("prev"), hashlib.sha256(prev_line).hexdigest(),
+                 "prev of seq %d (SHA-256 of the previous line)" % rec["seq"])
+    r = run_egressd(["audit", "verify", path])
+    check_eq(r.returncode, 0, "audit verify on an intact chain (stderr %r)" % r.stderr)
+    # Change one decision in the middle: verify must now fail.
+    i = next(k for k, rec in enumerate(recs) if rec["event"] == "request")
+    lines[i] = lines[i].replace(b'"decision":"allow"', b'"decision":"deny"')
+    check(b'"decision":"deny"' in lines[i], "could not tamper with %r" % lines[i])
+    with open(path, "wb") as f:
+        f.write(b"\n".join(lines) + b"\n")
+    r = run_egressd(["audit", "verify", path])
+    check_eq(r.returncode, 1, "audit verify on a tampered chain (stdout %r, stderr %r)"
+             % (r.stdout, r.stderr))
+
+
 if __name__ == "__main__":
     run_cases("audit", [
         ("allow, deny and tunnel records with their fields", case_mixed_session),
         ("decision on disk before the connection carries a byte",
          case_decision_on_disk_before_bytes),
         ("SIGUSR1 reopens the log after rotation", case_sigusr1_reopens),
+        ("audit.chain: prev hashes, audit verify passes, then fails after tampering",
+         case_chain_and_verify),
     ])
