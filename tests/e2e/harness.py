@@ -501,9 +501,15 @@ class Egressd:
         return self.returncode
 
     def stop(self, timeout=15):
-        """SIGTERM and wait; returns the exit code."""
+        """SIGTERM and wait; returns the exit code.  A non-zero exit prints the end of
+        egressd's standard error, where a sanitizer report would be."""
         self.signal(signal.SIGTERM)
-        return self.wait(timeout)
+        rc = self.wait(timeout)
+        if rc != 0:
+            print("     egressd exited %r; its stderr ends:\n%s"
+                  % (rc, "\n".join("       " + x for x in self.stderr().splitlines()[-40:])),
+                  flush=True)
+        return rc
 
     def kill(self):
         if self.proc.poll() is None:
