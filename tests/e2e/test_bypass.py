@@ -150,7 +150,7 @@ class Recorder:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((addr, port))
         self.sock.listen(64)
-        self.sock.settimeout(0.2)
+        self.sock.settimeout(0.02)  # close() waits for the accept loop to notice; keep it short
         self.addr, self.port = self.sock.getsockname()[:2]
         self.stopping = False
         self.thread = threading.Thread(target=self._loop, daemon=True)
