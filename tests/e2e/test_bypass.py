@@ -301,17 +301,28 @@ def sni_ext(names):
     return _u16(len(entries)) + entries
 
 
-def hello_msg(names=((0, b"tls.test"),), hs_type=1, sni_data=None, ext_len_delta=0):
+def hello_msg(names=((0, b"tls.test"),), hs_type=1, sni_data=None, ext_len_delta=0,
+              second_sni=None, pad=0):
     """A ClientHello handshake message (no record header).  names None: no SNI extension;
     sni_data: the raw extension data instead of one built from names; ext_len_delta: added to
-    the extensions block's length field (a lie about the length)."""
+    the extensions block's length field (a lie about the length); second_sni: names for a
+    second server_name extension right after the first; pad: bytes of a padding extension
+    (RFC 7685) put first."""
     fixed, exts = split_hello(real_client_hello("tls.test"))
     out = []
+    if pad:
+        out.append(_u16(21) + _u16(pad) + b"\0" * pad)
     for t, d in exts:
+        if t == 21:
+            continue
         if t == 0:
             if names is None and sni_data is None:
                 continue
             d = sni_data if sni_data is not None else sni_ext(names)
+            if second_sni is not None:
+                d2 = sni_ext(second_sni)
+                out.append(_u16(t) + _u16(len(d)) + d)
+                t, d = 0, d2
         out.append(_u16(t) + _u16(len(d)) + d)
     blob = b"".join(out)
     body = fixed + _u16(len(blob) + ext_len_delta) + blob
@@ -329,6 +340,24 @@ def records(msg, cuts=(), ctype=0x16):
 
 def hello(names=((0, b"tls.test"),), **kw):
     return records(hello_msg(names, **kw))
+
+
+def hello_big(name=b"evil.test"):
+    """A ClientHello over 16 KiB (a large padding extension), in two records."""
+    msg = hello_msg(((0, name),), pad=17000)
+    return records(msg, cuts=(16000,))
+
+
+def hello_tiny_records(name=b"evil.test"):
+    """A ClientHello in one-byte records: hundreds of records before the name is whole."""
+    msg = hello_msg(((0, name),))
+    return records(msg, cuts=range(1, len(msg)))
+
+
+def hello_sslv2():
+    """An SSLv2-compatible ClientHello header (the 0x80 two-byte length form)."""
+    body = b"\x01\x03\x01\x00\x03\x00\x00\x00\x10\x00\x00\x2f" + b"\x11" * 16
+    return bytes([0x80, len(body)]) + body
 
 
 def hello_name_split():
@@ -492,6 +521,15 @@ def rows_names():
           "host-denied", "evil.test", bound=deny("evil.test"),
           audit={"event": "request", "host": "evil.test"},
           why="a deny list cannot be dodged by case or a trailing dot"),
+        H("deny entry without a port covers every port", get("http://evil.test:{rec}/"), 403,
+          "host-denied", "evil.test", bound={"domains": ["evil.test"]},
+          audit={"event": "request", "host": "evil.test"},
+          why="a deny list that meant only 80 and 443 would leave every other port open"),
+        H("deny wins over allow for a spelled IP literal", get("http://0x7f.1:{rec}/"), 403,
+          "host-denied", "127.0.0.1",
+          bound={"allowDomains": ["127.0.0.1:*"], "domains": ["127.0.0.1:*"],
+                 "enforce": "sandbox"}, audit={"event": "request", "host": "127.0.0.1"},
+          why="the deny list sees the canonical address too"),
         H("canonical: CONNECT EVIL.TEST.:443 hits the deny entry", connect("EVIL.TEST.:443"), 403,
           "host-denied", "evil.test", bound=deny("evil.test"),
           audit={"event": "connect", "host": "evil.test"},
@@ -860,6 +898,22 @@ def rows_tls():
         T("SNI: extensions length overruns the ClientHello", tls,
           lambda: hello(ext_len_delta=40), "tls-invalid",
           why="lengths that disagree are malformed"),
+        T("SNI: two server_name extensions (tls.test, then evil.test)", tls,
+          lambda: hello(sni_name(b"tls.test"), second_sni=sni_name(b"evil.test")),
+          ("tls-invalid", "sni-mismatch"),
+          why="a duplicate extension is illegal, and parsers differ on which one they read"),
+        T("SNI: two server_name extensions (evil.test, then tls.test)", tls,
+          lambda: hello(sni_name(b"evil.test"), second_sni=sni_name(b"tls.test")),
+          ("tls-invalid", "sni-mismatch"),
+          why="whichever copy egressd reads, a tunnel for evil.test must not open"),
+        T("SNI: 'tls.test..' (two trailing dots)", tls, lambda: hello(sni_name(b"tls.test..")),
+          "tls-invalid", why="one trailing dot is canonical; two make an empty label"),
+        T("SNI: mismatch in a ClientHello over 16 KiB", tls, hello_big,
+          ("tls-invalid", "sni-mismatch"),
+          why="size must not make egressd give up and relay unchecked"),
+        T("SNI: mismatch in one-byte records", tls, hello_tiny_records,
+          ("tls-invalid", "sni-mismatch"),
+          why="a record count past what egressd reassembles must not make it relay unchecked"),
         T("SNI: name split across two records", tls, hello_name_split, "tls-invalid",
           why="a name in two records is read differently by different parsers"),
         T("SNI: truncated record then silence", tls, hello_truncated_record, "tls-invalid",
@@ -880,6 +934,8 @@ def rows_tls():
           mismatch("evil.test", "tls443.test"), why="the usual case on the usual port"),
         T("port 443: matching SNI passes", "tls443.test:443",
           lambda: hello(sni_name(b"tls443.test")), "pass", why="the allowed neighbour on 443"),
+        T("port 443: SSLv2-compatible ClientHello", "tls443.test:443", hello_sslv2(),
+          "tls-invalid", why="an SSLv2 hello has no SNI to check and is not TLS"),
         T("non-TLS bytes on another port pass", tls,
           b"SSH-2.0-OpenSSH_9.2\r\n", "pass", why="SSH and other protocols tunnel off 443"),
     ]
@@ -1098,6 +1154,59 @@ def f_pipeline_same_host(h, host=None):
     check_audit_log(recs)
     check_eq([r.get("path") for r in recs if r["event"] == "request"], ["/a", "/b"],
              "paths of the request records")
+
+
+def f_chunked_then_denied(h):
+    """A chunked POST whose last chunk is followed by a request to a denied host: the bytes
+    after the terminating chunk are a request of their own and are decided as one."""
+    e, x = setup(h, {"bound": deny("evil.test")})
+    c = Conn(e.port)
+    try:
+        first = (b"POST http://rec.test:{rec}/c HTTP/1.1\r\nHost: rec.test:{rec}\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        c.send(fill(first + get("http://evil.test:{rec}/hidden"), x["ports"]))
+        r1 = c.read_response()
+        check_eq(r1.status, 200, "the chunked POST (%r)" % r1)
+        r2 = c.read_response()
+        check_eq((r2.status, r2.header("X-Egressd-Reason")), (403, "host-denied"),
+                 "the request behind the last chunk (%r)" % r2)
+    finally:
+        c.close()
+    data = x["rec"].data()
+    check(b"hidden" not in data and b"evil" not in data,
+          "the request behind the last chunk reached the origin: %r" % data)
+    check_eq(e.stop(), 0, "exit code")
+
+
+def f_chunk_size_overflow(h):
+    """A chunk size that overflows 64 bits, then a request to a denied host: egressd must not
+    read the overflow as a small chunk and pass what follows as body or as a request."""
+    e, x = setup(h, {"bound": deny("evil.test")})
+    c = Conn(e.port)
+    statuses = []
+    try:
+        first = (b"POST http://rec.test:{rec}/c HTTP/1.1\r\nHost: rec.test:{rec}\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n1000000000000000a\r\nhello\r\n"
+                 b"0\r\n\r\n")
+        c.send(fill(first + get("http://evil.test:{rec}/hidden"), x["ports"]))
+        c.sock.settimeout(3)
+        try:
+            while True:
+                statuses.append(c.read_response().status)
+        except (TestFailure, OSError):
+            pass
+    finally:
+        c.close()
+    time.sleep(0.3)
+    data = x["rec"].data()
+    check(b"hidden" not in data and b"evil" not in data and b"hello" not in data,
+          "bytes after an overflowing chunk size reached the origin: %r (answers %r)"
+          % (data, statuses))
+    check(200 not in statuses[1:], "a second 200 after an overflowing chunk size: %r" % statuses)
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    check(not any(r.get("host") == "evil.test" and r.get("decision") == "allow" for r in recs),
+          "evil.test allowed:\n%s" % dump(recs))
 
 
 def f_pipeline_other_host(h):
@@ -1330,6 +1439,14 @@ def rows_functions():
           "GET rec.test/a, then GET origin.test/b on the same connection",
           "200, 200; each origin sees exactly its own request",
           "an upstream connection is never reused for another host"),
+        F("smuggling: a request behind the last chunk of a chunked body", f_chunked_then_denied,
+          "chunked POST to rec.test ending 0↵↵, then GET evil.test in the same write",
+          "200, then 403 host-denied; no evil.test bytes at the origin",
+          "the end of a chunked body is where the next request starts, and it is decided"),
+        F("smuggling: chunk size that overflows 64 bits", f_chunk_size_overflow,
+          "chunked POST with chunk size 1000000000000000a, then GET evil.test",
+          "no bytes after the bad size reach the origin; evil.test never allowed",
+          "an overflowed size parsed as 10 would let the rest through as a request"),
         F("smuggling: CL+TE hiding a request to a denied host", f_smuggle_body,
           "POST with Content-Length and chunked, body holds GET evil.test",
           "400; no origin connection; no record for evil.test",
