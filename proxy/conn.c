@@ -470,6 +470,8 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 		srv->conns->prev = c;
 	srv->conns = c;
 	srv->nconns++;
+	if (srv->nconns > srv->peak_conns)
+		srv->peak_conns = srv->nconns;
 
 	evutil_make_socket_nonblocking(fd);
 	set_nodelay(fd);

@@ -50,6 +50,7 @@ static int cmd_check(const char *path)
 		allow_errors_free(&errs);
 		return 2;
 	}
+	allow_errors_free(&errs);
 	printf("%s: ok\n", path);
 	allow_config_print(cfg, stdout);
 	allow_config_free(cfg);

@@ -82,6 +82,7 @@ struct proxy_server {
 	size_t nlisteners;
 	struct proxy_conn *conns;       /* every open connection, doubly linked */
 	size_t nconns;
+	size_t peak_conns;              /* most open connections since memory was last trimmed */
 	uint64_t next_conn_id;          /* from 1 */
 	struct event *sig[5];           /* TERM, INT, HUP, USR1, PIPE(ignored) */
 	struct event *grace;            /* shutdown grace timer */

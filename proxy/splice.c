@@ -200,6 +200,17 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 	pump(arg);
 }
 
+/* A bufferevent's output is frozen at its front (only libevent drains it); thaw it to move what
+ * it holds.  The bufferevent is disabled by then and never writes again. */
+static int take_output(struct evbuffer *pre, struct bufferevent *bev)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	evbuffer_unfreeze(out, 1);
+	int rc = evbuffer_add_buffer(pre, out);
+	evbuffer_freeze(out, 1);
+	return rc;
+}
+
 int proxy_splice_start(struct proxy_conn *c)
 {
 	struct proxy_splice *sp = calloc(1, sizeof *sp);
@@ -235,10 +246,13 @@ int proxy_splice_start(struct proxy_conn *c)
 		c->session->bytes_out += cin;
 		c->session->bytes_in += uin;
 	}
-	evbuffer_add_buffer(sp->dir[0].pre, bufferevent_get_output(c->up.bev));
-	evbuffer_add_buffer(sp->dir[0].pre, bufferevent_get_input(c->client.bev));
-	evbuffer_add_buffer(sp->dir[1].pre, bufferevent_get_output(c->client.bev));
-	evbuffer_add_buffer(sp->dir[1].pre, bufferevent_get_input(c->up.bev));
+	if (take_output(sp->dir[0].pre, c->up.bev) == -1 ||
+		evbuffer_add_buffer(sp->dir[0].pre, bufferevent_get_input(c->client.bev)) == -1 ||
+		take_output(sp->dir[1].pre, c->client.bev) == -1 ||
+		evbuffer_add_buffer(sp->dir[1].pre, bufferevent_get_input(c->up.bev)) == -1) {
+		proxy_conn_close(c, "error");
+		return 0;
+	}
 	sp->dir[0].eof = c->client.eof;
 	sp->dir[1].eof = c->up.eof;
 	if (pump(&sp->dir[0]) == -1)
