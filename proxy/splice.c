@@ -76,6 +76,7 @@ struct proxy_splice_dir {
 
 struct proxy_splice {
 	struct proxy_splice_dir dir[2]; /* [0] client -> upstream, [1] upstream -> client */
+	int fd[2];                      /* client and upstream sockets, owned once taken over */
 };
 
 static void want(struct proxy_splice_dir *d, int rd, int wr)
@@ -115,7 +116,7 @@ static int finish_dir(struct proxy_splice_dir *d)
 static int pump(struct proxy_splice_dir *d)
 {
 	struct proxy_conn *c = d->c;
-	while (evbuffer_get_length(d->pre) > 0) {
+	while (d->pre != NULL && evbuffer_get_length(d->pre) > 0) {
 		int n = evbuffer_write(d->pre, d->dst);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR) {
@@ -125,6 +126,11 @@ static int pump(struct proxy_splice_dir *d)
 			proxy_conn_close(c, "error");
 			return -1;
 		}
+	}
+	if (d->pre != NULL) {
+		/* Sent: an idle tunnel keeps no buffer. */
+		evbuffer_free(d->pre);
+		d->pre = NULL;
 	}
 	for (int round = 0;; round++) {
 		while (d->inpipe > 0) {
@@ -216,6 +222,7 @@ int proxy_splice_start(struct proxy_conn *c)
 	struct proxy_splice *sp = calloc(1, sizeof *sp);
 	if (sp == NULL)
 		return -1;
+	sp->fd[0] = sp->fd[1] = -1;
 	int cfd = (int)bufferevent_getfd(c->client.bev), ufd = (int)bufferevent_getfd(c->up.bev);
 	for (int i = 0; i < 2; i++) {
 		struct proxy_splice_dir *d = &sp->dir[i];
@@ -255,6 +262,16 @@ int proxy_splice_start(struct proxy_conn *c)
 	}
 	sp->dir[0].eof = c->client.eof;
 	sp->dir[1].eof = c->up.eof;
+	/* The sockets leave their bufferevents, which are freed: an idle tunnel is the connection,
+	 * the relay and its four events. */
+	sp->fd[0] = cfd;
+	sp->fd[1] = ufd;
+	bufferevent_setfd(c->client.bev, -1);
+	bufferevent_setfd(c->up.bev, -1);
+	bufferevent_free(c->client.bev);
+	bufferevent_free(c->up.bev);
+	c->client.bev = NULL;
+	c->up.bev = NULL;
 	if (pump(&sp->dir[0]) == -1)
 		return 0;
 	pump(&sp->dir[1]);
@@ -275,6 +292,8 @@ void proxy_splice_free(struct proxy_conn *c)
 		if (d->pre != NULL)
 			evbuffer_free(d->pre);
 		pipe_put(d->pipe, d->inpipe == 0);
+		if (sp->fd[i] != -1)
+			close(sp->fd[i]);
 	}
 	free(sp);
 	c->relay = NULL;
