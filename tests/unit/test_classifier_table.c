@@ -21,7 +21,7 @@
 
 static void check_file(const char *name, size_t min_cases)
 {
-	struct case_table t;
+	struct case_table t = {0};
 	assert_int_equal(cases_load(name, &t), 0);
 	assert_true(t.n >= min_cases);
 	size_t failed = 0;
