@@ -25,6 +25,7 @@ a private or metadata address outside this machine.
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import ssl
@@ -1337,6 +1338,36 @@ def f_loop_session_escape(h):
           "agent: %s" % dump(recs))
 
 
+def f_loop_second_listener(h):
+    """egressd listening on two ports: a request to the second one through the first is a
+    loop too."""
+    cfg = base_config({"self.test": ["127.0.0.1"]}, session_bound=allow("127.0.0.1", "self.test"))
+    cfg["listen"]["proxy"] = ["127.0.0.1:0", "127.0.0.1:0"]
+    e = h.egressd(cfg)
+    deadline = time.time() + 5
+    ports = []
+    while time.time() < deadline:
+        ports = [int(m) for m in re.findall(r"listening on 127\.0\.0\.1:(\d+)", e.stderr())]
+        if len(ports) >= 2:
+            break
+        time.sleep(0.05)
+    check(len(ports) >= 2, "egressd did not report two listeners: %r" % e.stderr())
+    second = [p for p in ports if p != e.port][0]
+    for target in ("http://127.0.0.1:%d/" % second, "http://self.test:%d/" % second):
+        c = Conn(e.port)
+        try:
+            c.send(get(target))
+            r = c.read_response()
+            check_eq((r.status, r.header("X-Egressd-Reason")), (508, "loop"),
+                     "GET %s through the first listener (%r)" % (target, r))
+        finally:
+            c.close()
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    clients = set(r.get("client") for r in recs if r["event"] in ("request", "connect"))
+    check_eq(len(clients), 2, "clients with decisions (a loop would add egressd itself)")
+
+
 def f_max_clients(h):
     e = h.egressd(base_config({"origin.test": ["127.0.0.1"]}, global_limits={"maxClients": 2}))
     held = []
@@ -1470,6 +1501,9 @@ def rows_functions():
           "mappedself.test:PROXY, then GET evil.test inside",
           "403/508; no tunnel; the origin never sees the GET",
           "a looped connection comes from 127.0.0.1 and lands in another session"),
+        F("loop: the second of two listeners", f_loop_second_listener,
+          "listen on two ports; GET 127.0.0.1:SECOND and self.test:SECOND via the first",
+          "508 loop for both", "every listening address is egressd itself"),
         F("limits.maxClients: the third of 2 allowed clients", f_max_clients,
           "two held partial heads, then a third connection",
           "503 Service Unavailable, X-Egressd-Reason limit-clients, closed at once",

@@ -10,6 +10,9 @@ Phase 2: headerTimeout 3s and 500 such connections: each must see a 408 (X-Egres
 header-timeout) or EOF once the timeout has run out, and the audit log must hold a close record
 with end "header-timeout" for each.
 
+Phase 3: 50 clients that send one more header byte every 0.4 s: headerTimeout (2 s) counts from
+the start of the head, so they are cut off by 3.5 s all the same.
+
 The whole file is bounded to about 60 s; every socket and process is closed in finally blocks.
 """
 
@@ -239,9 +242,47 @@ def case_timeout(h):
               % (r.get("duration_ms"), r))
 
 
+def case_trickle(h):
+    """Clients that keep the head alive one byte every 0.4 s: headerTimeout counts from the
+    first byte, so trickling must not extend it."""
+    n = 50
+    raise_nofile(n + 200)
+    origin = h.origin()
+    e = h.egressd(base_config({"origin.test": ["127.0.0.1"]},
+                              global_limits={"headerTimeout": "2s"}))
+    crowd = h.add(Crowd())
+    t0 = time.time()
+    crowd.open(e.port, n, PARTIAL % origin.port, t0 + 10)
+    ended = {}
+    while len(ended) < n and time.time() < t0 + 6:
+        for s in crowd.socks:
+            if s in ended:
+                continue
+            try:
+                s.send(b"a")
+            except OSError:
+                ended[s] = time.time() - t0
+        for s in crowd.answered():
+            if s not in ended:
+                ended[s] = time.time() - t0
+        time.sleep(0.4)
+    check_eq(len(ended), n, "trickling clients cut off within 6s of a 2s headerTimeout "
+             "(last seen at %.1fs)" % (time.time() - t0))
+    print("     %d trickling clients cut off between %.1fs and %.1fs (headerTimeout 2s)"
+          % (n, min(ended.values()), max(ended.values())), flush=True)
+    check(max(ended.values()) < 3.5, "a trickling client held on for %.1fs with headerTimeout 2s"
+          % max(ended.values()))
+    crowd.close()
+    check_eq(e.stop(), 0, "egressd exit code after SIGTERM")
+    recs = e.audit()
+    hto = [r for r in recs if r["event"] == "close" and r.get("end") == "header-timeout"]
+    check_eq(len(hto), n, "close records with end header-timeout")
+
+
 if __name__ == "__main__":
     run_cases("slowloris", [
         ("%d held partial heads: curl still served, RSS bounded" % HELD, case_held),
         ("headerTimeout 3s ends %d partial heads with 408 and header-timeout records" % TIMED,
          case_timeout),
+        ("headerTimeout is not extended by a byte every 0.4 s", case_trickle),
     ])
