@@ -98,6 +98,10 @@ class Procs:
         except subprocess.TimeoutExpired:
             pass
 
+    def stop_and_forget(self, p):
+        self.stop(p)
+        self.procs = [(n, q) for n, q in self.procs if q is not p]
+
     def stop_all(self):
         while self.procs:
             name, p = self.procs.pop()
@@ -353,7 +357,7 @@ def start_tinyproxy(d, ports):
     """tinyproxy resolves with getaddrinfo, so it runs in a private mount namespace where the
     run's hosts file is bound over /etc/hosts.  Returns (proc, port, origin name)."""
     td = os.path.join(d, "tinyproxy")
-    os.makedirs(td)
+    os.makedirs(td, exist_ok=True)
     os.chmod(td, 0o777)  # it writes its log and pid file as nobody
     port = free_port()
     hosts = os.path.join(d, "hosts")
@@ -378,7 +382,7 @@ def start_tinyproxy(d, ports):
 
 def start_squid(d, ports):
     sd = os.path.join(d, "squid")
-    os.makedirs(sd)
+    os.makedirs(sd, exist_ok=True)
     shutil.chown(sd, "proxy", "proxy")  # squid writes its log as cache_effective_user
     port = free_port()
     conf = render("squid.conf.in", os.path.join(d, "squid.conf"), dir=sd, port=port,
@@ -390,6 +394,23 @@ def start_squid(d, ports):
         p = PROCS.start("squid", [which("squid"), "-N", "-f", conf], stdout=logf, stderr=logf)
     wait_port(port, p, 20, logpath)
     return p, port
+
+
+def starter(target, d, ports, egressd_exe):
+    """A function that starts `target` with its config in d and returns (Popen, port, origin
+    name), to start it the first time and again before each idle-tunnel figure."""
+    if target == "egressd":
+        def start():
+            p, port = start_egressd(d, egressd_exe)
+            return p, port, ORIGIN
+    elif target == "tinyproxy":
+        def start():
+            return start_tinyproxy(d, ports)
+    else:
+        def start():
+            p, port = start_squid(d, ports)
+            return p, port, ORIGIN
+    return start
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,8 +472,7 @@ class Profile:
             self.proc.wait(20)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
-        PROCS.stop(self.proc)
-        PROCS.procs = [(n, q) for n, q in PROCS.procs if q is not self.proc]
+        PROCS.stop_and_forget(self.proc)
         # Flat, per symbol: without frame pointers call chains are mostly noise; the .data file
         # stays for `perf report -g` by hand.
         r = run(["perf", "report", "--stdio", "--no-children", "-g", "none", "--percent-limit",
@@ -470,7 +490,8 @@ class Bench:
         self.decide = decide
         self.ports = ports
         self.cert = cert
-        self.targets = {}   # name -> {"port": proxy port or None, "host": origin name, "pid"}
+        self.targets = {}   # name -> {"port": proxy port or None, "host": origin name, "pid",
+        #                      "proc": its Popen, "start": () -> (Popen, port, host)}
         self.na = {}        # name -> why the target is not measured
         self.results = {}   # figure -> target -> [value per repetition]
         self.raw = []       # every measurement's own output, for results.json
@@ -605,9 +626,25 @@ class Bench:
         log("  %-9s %d fetches: median %.3f ms  p99 %.3f ms" % (
             target, out["n"], out["median_ms"], out["p99_ms"]))
 
+    def restart(self, target):
+        """Stops a proxy and starts it again with the same config (on a new port)."""
+        t = self.targets[target]
+        PROCS.stop_and_forget(t["proc"])
+        p, port, host = t["start"]()
+        t.update(proc=p, pid=p.pid, port=port, host=host)
+
     def fig_idle(self, target, rep):
-        """Figure 4: the proxy's RSS before, while holding N idle CONNECT tunnels, and after."""
+        """Figure 4: the proxy's RSS before, while holding N idle CONNECT tunnels, and after.
+        The proxy is restarted first: memory that earlier figures (or the previous repetition's
+        tunnels) left in its heap would otherwise be reused by the tunnels and hide their cost,
+        and "after" could not be compared with the start."""
         figs = ["rss_before", "rss_hold", "rss_after", "kib_per_tunnel", "rss_after_pct"]
+        try:
+            self.restart(target)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            self.fail(figs, target, "restart before the idle figure failed: %s" % e)
+            return
+        time.sleep(1.0 if self.m is MODES["quick"] else 2.0)  # let it finish starting up
         pid = self.targets[target]["pid"]
         settle = 1.0 if self.m is MODES["quick"] else 2.0
         before = tree_rss_kib(pid)
@@ -634,8 +671,7 @@ class Bench:
             time.sleep(settle)
             after = tree_rss_kib(pid)
         finally:
-            PROCS.stop(p)
-            PROCS.procs = [(n, q) for n, q in PROCS.procs if q is not p]
+            PROCS.stop_and_forget(p)
         if opened < self.m["tunnels"]:
             self.fail(figs, target, "only %d of %d tunnels opened: %s" % (
                 opened, self.m["tunnels"], last_lines(p.stderr.read(), 1)))
@@ -900,24 +936,19 @@ def main():
             try:
                 if t == "DIRECT":
                     bench.targets[t] = dict(port=None, host=ORIGIN, pid=None)
-                elif t == "egressd":
-                    if egressd_exe is None:
+                else:
+                    if t == "egressd" and egressd_exe is None:
                         raise RuntimeError(egressd_why)
-                    p, port = start_egressd(tmp, egressd_exe)
-                    bench.targets[t] = dict(port=port, host=ORIGIN, pid=p.pid)
-                elif t == "tinyproxy":
-                    if "tinyproxy" in missing or "util-linux" in missing:
-                        raise RuntimeError(missing.get("tinyproxy") or missing.get("util-linux"))
-                    p, port, name = start_tinyproxy(tmp, ports)
-                    bench.targets[t] = dict(port=port, host=name, pid=p.pid)
-                    if name != ORIGIN:
+                    for pkg in {"egressd": [], "tinyproxy": ["tinyproxy", "util-linux"],
+                                "squid": ["squid"]}[t]:
+                        if pkg in missing:
+                            raise RuntimeError(missing[pkg])
+                    start = starter(t, tmp, ports, egressd_exe)
+                    p, port, host = start()
+                    bench.targets[t] = dict(port=port, host=host, pid=p.pid, proc=p, start=start)
+                    if host != ORIGIN:
                         notes.append("tinyproxy ran without a private /etc/hosts (unshare -m "
                                      "failed), so its allowlist and clients use 'localhost'.")
-                else:
-                    if "squid" in missing:
-                        raise RuntimeError(missing["squid"])
-                    p, port = start_squid(tmp, ports)
-                    bench.targets[t] = dict(port=port, host=ORIGIN, pid=p.pid)
                 if t != "DIRECT":
                     why = bench.probe(t)
                     if why:
