@@ -58,6 +58,23 @@ void proxy_bev_tune(struct bufferevent *bev)
 	bufferevent_set_max_single_write(bev, PROXY_HIGH_WATER);
 }
 
+/* Writes what bev's output holds straight to its socket.  libevent would instead add a write
+ * event, wait for the loop to report the socket writable, write, and delete the event: two
+ * epoll_ctl calls and a loop turn for every answer.  EV_WRITE stays disabled while nothing is
+ * left over; leftovers (a slow reader) enable it, and the write callback disables it again once
+ * the output is empty.  An error is left for the write event to report. */
+void proxy_flush(struct bufferevent *bev)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	if (evbuffer_get_length(out) == 0 || (bufferevent_get_enabled(bev) & EV_WRITE))
+		return;
+	evbuffer_unfreeze(out, 1);
+	evbuffer_write(out, bufferevent_getfd(bev));
+	evbuffer_freeze(out, 1);
+	if (evbuffer_get_length(out) > 0)
+		bufferevent_enable(bev, EV_WRITE);
+}
+
 static void set_nodelay(evutil_socket_t fd)
 {
 	int one = 1;
@@ -134,6 +151,8 @@ void proxy_conn_finish(struct proxy_conn *c, const char *end)
 		c->end = end;
 	free_upstream(c);
 	proxy_conn_set_state(c, PROXY_CS_CLOSING);
+	if (c->client.bev != NULL)
+		proxy_flush(c->client.bev);
 	if (c->client.bev == NULL || evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0) {
 		proxy_conn_close(c, end);
 		return;
@@ -168,8 +187,8 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
 		break;
 	default:
-		/* Resolving or connecting: reading is disabled; keep what came. */
-		bufferevent_disable(bev, EV_READ);
+		/* Resolving or connecting: what came waits in the buffer, which the read watermark
+		 * caps. */
 		break;
 	}
 }
@@ -187,10 +206,14 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 		break;
 	case PROXY_CS_FORWARD:
 		/* The response backlog drained: read the upstream again. */
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			bufferevent_disable(bev, EV_WRITE);
 		if (c->up.bev != NULL && !c->up.eof)
 			bufferevent_enable(c->up.bev, EV_READ);
 		break;
 	default:
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			bufferevent_disable(bev, EV_WRITE);
 		break;
 	}
 }
@@ -245,6 +268,8 @@ static void up_write_cb(struct bufferevent *bev, void *arg)
 		break;
 	case PROXY_CS_FORWARD:
 		/* The request body backlog drained: read the client again. */
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			bufferevent_disable(bev, EV_WRITE);
 		proxy_http_upstream_drained(c);
 		break;
 	default:
@@ -262,6 +287,7 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (what & BEV_EVENT_CONNECTED) {
 			evtimer_del(c->timer);
 			set_nodelay(bufferevent_getfd(c->up.bev));
+			bufferevent_disable(c->up.bev, EV_WRITE); /* written through proxy_flush */
 			proxy_conn_touch(c);
 			proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
 			proxy_conn_upstream_connected(c);
@@ -375,9 +401,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 		} else if (c->req.bytes == 0) {
 			proxy_conn_close(c, "header-timeout");
 		} else {
+			c->end = "header-timeout";
 			proxy_deny(c, 408, "header-timeout", "limits.headerTimeout",
 				"The request head did not arrive within limits.headerTimeout");
-			c->end = "header-timeout";
 		}
 		break;
 	case PROXY_CS_CONNECTING: {
@@ -487,6 +513,11 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	}
 	proxy_bev_tune(c->client.bev);
 	bufferevent_setcb(c->client.bev, client_read_cb, client_write_cb, client_event_cb, c);
+	/* Answers are written through (proxy_flush); what a client sends ahead of time waits in a
+	 * buffer that libevent stops filling at this mark. */
+	bufferevent_disable(c->client.bev, EV_WRITE);
+	bufferevent_setwatermark(c->client.bev, EV_READ, 0,
+		(size_t)c->gen->cfg->limits.max_header_bytes + 16384);
 	proxy_http_init_conn(c);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);
 	bufferevent_enable(c->client.bev, EV_READ);

@@ -702,7 +702,6 @@ int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why,
 /* A complete request head is in c->req: read its target and start the decision. */
 static void request_head_done(struct proxy_conn *c)
 {
-	bufferevent_disable(c->client.bev, EV_READ);
 	evtimer_del(c->timer);
 	const char *reason;
 	char why[300];
@@ -752,7 +751,7 @@ void proxy_http_upstream_ready(struct proxy_conn *c)
 	head_reset(&c->resp);
 	send_request_head(c);
 	bufferevent_setwatermark(c->up.bev, EV_WRITE, PROXY_LOW_WATER, 0);
-	bufferevent_enable(c->up.bev, EV_READ | EV_WRITE);
+	bufferevent_enable(c->up.bev, EV_READ);
 	proxy_conn_touch(c);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
 	http_parser_pause(&c->req_parser, 0);
@@ -781,21 +780,18 @@ void proxy_http_client_read(struct proxy_conn *c)
 			proxy_deny(c, st, reason, NULL, why);
 		return;
 	}
-	if (c->state != PROXY_CS_FORWARD || c->req.msg_complete) {
-		bufferevent_disable(c->client.bev, EV_READ);
+	/* A pipelined next request waits in the buffer until this response is done. */
+	if (c->state != PROXY_CS_FORWARD || c->req.msg_complete)
 		return;
-	}
 	enum feed_result r = feed(&c->req_parser, &req_settings, &c->req, in);
 	if (r == FEED_ERROR) {
 		body_error(c);
 		return;
 	}
-	if (c->req.msg_complete) {
-		/* A pipelined next request waits in the buffer until this response is done. */
-		bufferevent_disable(c->client.bev, EV_READ);
+	if (c->up.bev == NULL)
 		return;
-	}
-	if (c->up.bev != NULL &&
+	proxy_flush(c->up.bev);
+	if (!c->req.msg_complete &&
 		evbuffer_get_length(bufferevent_get_output(c->up.bev)) >= PROXY_HIGH_WATER)
 		bufferevent_disable(c->client.bev, EV_READ);
 }
@@ -849,6 +845,7 @@ static void response_done(struct proxy_conn *c)
 {
 	if (c->resp_chunked)
 		evbuffer_add(bufferevent_get_output(c->client.bev), "0\r\n\r\n", 5);
+	proxy_flush(c->client.bev);
 	int reuse = !c->resp_eof_framed && http_should_keep_alive(&c->resp_parser) &&
 		    c->req.msg_complete && evbuffer_get_length(bufferevent_get_input(c->up.bev)) == 0;
 	if (reuse) {
@@ -922,6 +919,7 @@ void proxy_http_upstream_read(struct proxy_conn *c)
 		}
 		break;
 	}
+	proxy_flush(c->client.bev);
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) >= PROXY_HIGH_WATER)
 		bufferevent_disable(c->up.bev, EV_READ);
 }

@@ -30,6 +30,7 @@ static void send_ok(struct proxy_conn *c)
 	evbuffer_add(bufferevent_get_output(c->client.bev),
 		"HTTP/1.1 200 Connection established\r\n\r\n", 39);
 	c->tunnel_ok_sent = 1;
+	proxy_flush(c->client.bev);
 }
 
 static void peek_pass(struct proxy_conn *c)
@@ -125,12 +126,11 @@ void proxy_peek_read(struct proxy_conn *c)
 
 void proxy_peek_upstream(struct proxy_conn *c)
 {
-	/* The server spoke first (port 443 is not read during the peek): not a TLS client. */
+	/* The server spoke first (port 443 is not read during the peek): not a TLS client.  If
+	 * the client spoke too, its bytes decide; the peek then ends there (c may be gone). */
 	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
-		/* The client spoke too: its bytes decide. */
 		proxy_peek_read(c);
-		if (c->state != PROXY_CS_PEEK)
-			return;
+		return;
 	}
 	peek_pass(c);
 }

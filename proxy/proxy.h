@@ -189,6 +189,7 @@ struct proxy_conn {
 };
 
 void proxy_bev_tune(struct bufferevent *bev);
+void proxy_flush(struct bufferevent *bev);
 
 /* time */
 uint64_t proxy_now_ms(void);
