@@ -1568,7 +1568,8 @@ def md_answer(cs):
             else str(cs["status"])
         r = cs["reason"]
         r = "/".join(r) if isinstance(r, tuple) else r
-        return st + ((" " + r) if r else "") + ((" — rule ∋ " + cs["rule"]) if cs["rule"] else "")
+        rule = (" — rule ∋ " + cs["rule"]) if cs["rule"] else ""
+        return st + ((" " + r) if r else "") + rule
     if cs["kind"] == "T":
         o = cs["outcome"]
         if o == "pass":

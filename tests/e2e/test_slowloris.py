@@ -26,8 +26,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (SANITIZE, TestFailure, base_config, check, check_audit_log,  # noqa
-                     check_eq, run_cases, run_curl)
+from harness import (SANITIZE, base_config, check, check_audit_log, check_eq,  # noqa
+                     run_cases, run_curl)
 
 HELD = 5000
 TIMED = 500
