@@ -122,6 +122,8 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	proxy_splice_free(c);
 	if (c->client.bev != NULL)
 		bufferevent_free(c->client.bev);
+	if (c->state == PROXY_CS_HEAD)
+		proxy_pool_put(c);
 	free_upstream(c);
 	if (c->timer != NULL)
 		event_free(c->timer);
@@ -317,6 +319,17 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	/* Idle upstream closed or failed: forget it. */
 	free_upstream(c);
+}
+
+void proxy_conn_adopt_upstream(struct proxy_conn *c, struct bufferevent *bev, const char *key)
+{
+	free_upstream(c);
+	c->up.bev = bev;
+	c->up_key = strdup(key);
+	c->up_idle = 1;
+	bufferevent_setcb(bev, up_read_cb, up_write_cb, up_event_cb, c);
+	bufferevent_disable(bev, EV_WRITE);
+	bufferevent_enable(bev, EV_READ);
 }
 
 static void sockaddr_from(const struct dns_addr *a, uint16_t port, struct sockaddr_storage *ss,

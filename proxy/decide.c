@@ -413,6 +413,14 @@ void proxy_decide(struct proxy_conn *c)
 		proxy_conn_upstream_connected(c);
 		return;
 	}
+	if (!c->is_connect) {
+		struct bufferevent *bev = proxy_pool_take(c, key, c->addr_text, sizeof c->addr_text);
+		if (bev != NULL) {
+			proxy_conn_adopt_upstream(c, bev, key);
+			proxy_conn_upstream_connected(c);
+			return;
+		}
+	}
 	if (c->dest.kind != ALLOW_HOST_NAME) {
 		struct dns_addr a = {0};
 		a.family = c->dest.kind == ALLOW_HOST_IPV4 ? AF_INET : AF_INET6;

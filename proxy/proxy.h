@@ -72,6 +72,7 @@ struct proxy_listener {
 };
 
 struct proxy_conn;
+struct proxy_pooled;
 
 struct proxy_server {
 	struct event_base *base;
@@ -83,6 +84,9 @@ struct proxy_server {
 	struct proxy_conn *conns;       /* every open connection, doubly linked */
 	size_t nconns;
 	size_t peak_conns;              /* most open connections since memory was last trimmed */
+	struct proxy_pooled *pool;      /* parked kept-alive upstreams, newest first (pool.c) */
+	struct proxy_pooled *pool_tail;
+	size_t npool;
 	uint64_t next_conn_id;          /* from 1 */
 	struct event *sig[5];           /* TERM, INT, HUP, USR1, PIPE(ignored) */
 	struct event *grace;            /* shutdown grace timer */
@@ -216,6 +220,8 @@ int proxy_session_pick(struct proxy_conn *c);
 
 /* The upstream socket connected: start forwarding (http.c) or relaying (relay.c). */
 void proxy_conn_upstream_connected(struct proxy_conn *c);
+/* Makes a parked upstream (pool.c) the connection's upstream for key. */
+void proxy_conn_adopt_upstream(struct proxy_conn *c, struct bufferevent *bev, const char *key);
 void proxy_format_addr(const struct dns_addr *a, uint16_t port, char *buf, size_t cap);
 
 /* decide.c: the policy pipeline for the destination in c->dest and the action in c->action:
@@ -252,6 +258,13 @@ void proxy_peek_timeout(struct proxy_conn *c);
  * relay carries on). */
 int proxy_splice_start(struct proxy_conn *c);
 void proxy_splice_free(struct proxy_conn *c);
+
+/* pool.c: parks c's idle upstream for other connections (when it has one); takes a parked
+ * upstream for key under c's generation, copying the address it dials into addr_text. */
+void proxy_pool_put(struct proxy_conn *c);
+struct bufferevent *proxy_pool_take(struct proxy_conn *c, const char *key, char *addr_text,
+	size_t addrcap);
+void proxy_pool_clear(struct proxy_server *srv);
 
 /* relay.c */
 void proxy_relay_start(struct proxy_conn *c);

@@ -240,6 +240,7 @@ static void begin_stop(struct proxy_server *srv, const char *why)
 	if (srv->stopping)
 		return;
 	srv->stopping = 1;
+	proxy_pool_clear(srv);
 	fprintf(stderr, "egressd: %s: stopping (open connections: %zu)\n", why, srv->nconns);
 	close_listeners(srv);
 	/* Connections waiting for a request head carry nothing: close them now. */
@@ -278,6 +279,7 @@ static void reload(struct proxy_server *srv)
 	}
 	proxy_gen_release(srv->gen);
 	srv->gen = gen;
+	proxy_pool_clear(srv); /* parked upstreams were admitted by the old address policy */
 	fprintf(stderr, "egressd: reloaded %s\n", srv->config_path);
 	audit_simple(srv, "config", "config", srv->config_path, "result", "reloaded");
 }
@@ -413,6 +415,7 @@ int proxy_serve(const char *config_path)
 out:
 	while (srv->conns != NULL)
 		proxy_conn_close(srv->conns, "shutdown");
+	proxy_pool_clear(srv);
 	close_listeners(srv);
 	for (int i = 0; i < 5; i++)
 		if (srv->sig[i] != NULL)

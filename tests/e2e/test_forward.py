@@ -4,6 +4,7 @@ headers, keep-alive to the client and connection reuse upstream."""
 import hashlib
 import json
 import os
+import time
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -186,6 +187,29 @@ def case_raw_keepalive_upstream_reuse(h):
     finish(e)
 
 
+def case_upstream_pool_across_clients(h):
+    origin, e = start(h)
+    peers = []
+    for i in range(3):
+        # A new client connection each time: the upstream is parked between them.
+        c = Conn(e.port)
+        try:
+            c.request("GET", "http://origin.test:%d/p%d" % (origin.port, i))
+            r = c.read_response()
+            check_eq(r.status, 200, "status of request %d" % i)
+            peers.append(r.json()["peer_port"])
+        finally:
+            c.close()
+        time.sleep(0.1)
+    check_eq(len(set(peers)), 1, "upstream source ports across 3 client connections")
+    check_eq(origin.connections, 1, "upstream connections the origin accepted")
+    recs = finish(e)
+    reqs = [r for r in recs if r["event"] == "request"]
+    check_eq(len({r["conn"] for r in reqs}), 3, "client connections in the request records")
+    check(all(r["decision"] == "allow" and r.get("addr") for r in reqs),
+          "every reused request has its own allow record with the address: %r" % reqs)
+
+
 def case_head_then_get(h):
     origin, e = start(h)
     c = Conn(e.port)
@@ -230,6 +254,7 @@ if __name__ == "__main__":
         ("hop-by-hop headers removed, end-to-end kept", case_hop_by_hop_removed),
         ("curl: two URLs reuse one proxy connection", case_curl_keepalive_two_urls),
         ("raw: three requests, one upstream connection", case_raw_keepalive_upstream_reuse),
+        ("three client connections, one parked upstream", case_upstream_pool_across_clients),
         ("HEAD then GET on one connection", case_head_then_get),
         ("16 MiB download", case_big_download),
     ])
