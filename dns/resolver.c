@@ -572,6 +572,33 @@ static const struct allow_hosts_entry *hosts_find(const struct dns_resolver *r, 
 	return NULL;
 }
 
+int dns_resolve_known(struct dns_resolver *r, const char *name, enum dns_status *status,
+	struct dns_answer *ans)
+{
+	const struct allow_hosts_entry *h = hosts_find(r, name);
+	if (h) {
+		memset(ans, 0, sizeof *ans);
+		for (size_t i = 0; i < h->naddrs && ans->n < DNS_MAX_ADDRS; i++) {
+			ans->addrs[ans->n].family = h->addrs[i].family;
+			memcpy(ans->addrs[ans->n].addr, h->addrs[i].addr, 16);
+			ans->n++;
+		}
+		ans->source = 1;
+		*status = ans->n ? DNS_OK : DNS_NXDOMAIN;
+		return 0;
+	}
+	const struct dns_cache_entry *e = cache_find(r, name);
+	if (e) {
+		*ans = e->ans;
+		uint64_t now = now_ms();
+		ans->ttl = (uint32_t)((e->expires_ms - now + 999) / 1000);
+		ans->source = 2;
+		*status = e->status;
+		return 0;
+	}
+	return -1;
+}
+
 struct dns_query *dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb, void *arg)
 {
 	struct dns_query *q = calloc(1, sizeof *q);
@@ -595,26 +622,10 @@ struct dns_query *dns_resolve(struct dns_resolver *r, const char *name, dns_cb c
 		query_finish(q, DNS_FAILED, NULL);
 		return q;
 	}
-	const struct allow_hosts_entry *h = hosts_find(r, name);
-	if (h) {
-		struct dns_answer ans;
-		memset(&ans, 0, sizeof ans);
-		for (size_t i = 0; i < h->naddrs && ans.n < DNS_MAX_ADDRS; i++) {
-			ans.addrs[ans.n].family = h->addrs[i].family;
-			memcpy(ans.addrs[ans.n].addr, h->addrs[i].addr, 16);
-			ans.n++;
-		}
-		ans.source = 1;
-		query_finish(q, ans.n ? DNS_OK : DNS_NXDOMAIN, &ans);
-		return q;
-	}
-	const struct dns_cache_entry *e = cache_find(r, name);
-	if (e) {
-		struct dns_answer ans = e->ans;
-		uint64_t now = now_ms();
-		ans.ttl = (uint32_t)((e->expires_ms - now + 999) / 1000);
-		ans.source = 2;
-		query_finish(q, e->status, &ans);
+	struct dns_answer known;
+	enum dns_status st;
+	if (dns_resolve_known(r, name, &st, &known) == 0) {
+		query_finish(q, st, &known);
 		return q;
 	}
 

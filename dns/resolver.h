@@ -47,6 +47,11 @@ struct dns_resolver *dns_resolver_new(struct event_base *base, const struct allo
  * run). */
 struct dns_query *dns_resolve(struct dns_resolver *r, const char *name, dns_cb cb, void *arg);
 
+/* Answers at once from dns.hosts or the cache, without a callback: 0 with *status and *ans
+ * filled, or -1 when the name needs a query (call dns_resolve). */
+int dns_resolve_known(struct dns_resolver *r, const char *name, enum dns_status *status,
+	struct dns_answer *ans);
+
 /* Cancels a pending query: its callback will not run.  The handle is invalid afterwards. */
 void dns_query_cancel(struct dns_query *q);
 

@@ -430,6 +430,13 @@ void proxy_decide(struct proxy_conn *c)
 		proxy_conn_start_upstream(c);
 		return;
 	}
+	/* dns.hosts and cached names are answered now, without a turn of the loop. */
+	enum dns_status st;
+	struct dns_answer known;
+	if (dns_resolve_known(c->gen->dns, c->dest.host, &st, &known) == 0) {
+		dns_done(st, &known, c);
+		return;
+	}
 	proxy_conn_set_state(c, PROXY_CS_RESOLVING);
 	evtimer_del(c->timer);
 	c->dnsq = dns_resolve(c->gen->dns, c->dest.host, dns_done, c);
