@@ -512,7 +512,7 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	if (srv->nconns > srv->peak_conns)
 		srv->peak_conns = srv->nconns;
 
-	evutil_make_socket_nonblocking(fd);
+	/* The listener accepts with SOCK_NONBLOCK. */
 	set_nodelay(fd);
 	/* Callbacks run directly: libevent holds a reference across each, so one may close the
 	 * connection, and connect failures are deferred by libevent itself. */

@@ -353,7 +353,15 @@ int proxy_serve(const char *config_path)
 	srv->config_path = strdup(config_path);
 	int rc = 1;
 
-	srv->base = event_base_new();
+	/* With the changelist, the enable/disable pairs of one loop turn on a descriptor become one
+	 * epoll_ctl (or none) instead of one each.  egressd never dup()s a socket it watches, which
+	 * is the changelist's one caveat. */
+	struct event_config *ecfg = event_config_new();
+	if (ecfg != NULL) {
+		event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+		srv->base = event_base_new_with_config(ecfg);
+		event_config_free(ecfg);
+	}
 	if (srv->base == NULL || srv->config_path == NULL) {
 		fprintf(stderr, "egressd: out of memory\n");
 		allow_config_free(cfg);
