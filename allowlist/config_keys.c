@@ -122,56 +122,48 @@ static int set_count(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t
 	return 0;
 }
 
-static int set_size(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
-        yaml_node_t *val, void *base)
+/* A size or a duration: parse (0, -1 malformed, -2 too large), the minimum check, the store.
+ * `what` names the kind ("a size") and `usage` says how to write one. */
+static int set_measure(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *val,
+        void *base, const char *what, const char *usage,
+        int (*parse)(const char *, size_t, uint64_t *), void (*format)(uint64_t, char *, size_t))
 {
-	(void)key;
 	size_t len;
-	const char *v = allow_cfg_scalar_text(ld, val, "a size", &len);
+	const char *v = allow_cfg_scalar_text(ld, val, what, &len);
 	if (v == NULL)
 		return -1;
 	uint64_t n;
 	char q[CFG_QUOTE_BUF];
-	int rc = allow_size_parse(v, len, &n);
+	int rc = parse(v, len, &n);
 	if (rc == -1) {
-		allow_cfg_err_at(ld, val, "%s is not a size (use B, KiB, MiB, GiB)",
-		        allow_cfg_quote(q, sizeof q, v, len));
+		allow_cfg_err_at(ld, val, "%s is not %s (%s)", allow_cfg_quote(q, sizeof q, v, len),
+		        what, usage);
 		return -1;
 	}
 	if (rc == -2 || n == ALLOW_UNLIMITED) {
 		allow_cfg_err_at(ld, val, "%s is too large", allow_cfg_quote(q, sizeof q, v, len));
 		return -1;
 	}
-	if (check_min(ld, k, val, n, allow_size_format) == -1)
+	if (check_min(ld, k, val, n, format) == -1)
 		return -1;
 	*(uint64_t *)((char *)base + k->off) = n;
 	return 0;
+}
+
+static int set_size(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
+        yaml_node_t *val, void *base)
+{
+	(void)key;
+	return set_measure(ld, k, val, base, "a size", "use B, KiB, MiB, GiB", allow_size_parse,
+	        allow_size_format);
 }
 
 static int set_duration(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
         yaml_node_t *val, void *base)
 {
 	(void)key;
-	size_t len;
-	const char *v = allow_cfg_scalar_text(ld, val, "a duration", &len);
-	if (v == NULL)
-		return -1;
-	uint64_t n;
-	char q[CFG_QUOTE_BUF];
-	int rc = allow_duration_parse(v, len, &n);
-	if (rc == -1) {
-		allow_cfg_err_at(ld, val, "%s is not a duration (use ms, s, m or h, e.g. 10s)",
-		        allow_cfg_quote(q, sizeof q, v, len));
-		return -1;
-	}
-	if (rc == -2 || n == ALLOW_UNLIMITED) {
-		allow_cfg_err_at(ld, val, "%s is too large", allow_cfg_quote(q, sizeof q, v, len));
-		return -1;
-	}
-	if (check_min(ld, k, val, n, allow_duration_format) == -1)
-		return -1;
-	*(uint64_t *)((char *)base + k->off) = n;
-	return 0;
+	return set_measure(ld, k, val, base, "a duration", "use ms, s, m or h, e.g. 10s",
+	        allow_duration_parse, allow_duration_format);
 }
 
 /* ---- addresses --------------------------------------------------------------------------- */
