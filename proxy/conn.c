@@ -133,7 +133,7 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	free(c->rule);
 	free(c->addrs);
 	if (c->session_counted)
-		c->session->active--;
+		proxy_session_live(c->session)->active--;
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else

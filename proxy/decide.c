@@ -340,16 +340,19 @@ int proxy_session_pick(struct proxy_conn *c)
 			"One connection belongs to one session; open a new connection for another");
 		return -1;
 	}
-	const struct allow_limits *lim = &s->cfg->limits;
-	if (c->session == NULL) {
-		uint64_t now = proxy_now_ms();
+	c->session = s;
+	/* Counters and limits live in the newest form of the session (it survives reloads). */
+	struct proxy_session *live = proxy_session_live(s);
+	const struct allow_limits *lim = &live->cfg->limits;
+	if (lim->expires_in_ms != ALLOW_UNLIMITED &&
+		proxy_now_ms() - live->started_ms >= lim->expires_in_ms) {
+		proxy_deny(c, 403, "session-expired", "limits.expiresIn",
+			"The session's lifetime is over; start a new session");
+		return -1;
+	}
+	if (!c->session_counted) {
 		char rule[120];
-		c->session = s;
-		if (lim->expires_in_ms != ALLOW_UNLIMITED && now - s->started_ms >= lim->expires_in_ms) {
-			proxy_deny(c, 403, "session-expired", "limits.expiresIn",
-				"The session's lifetime is over; start a new session");
-			return -1;
-		}
+		s = live;
 		if (s->active >= lim->max_connections) {
 			snprintf(rule, sizeof rule, "limits.maxConnections (%llu)",
 				(unsigned long long)lim->max_connections);
@@ -368,9 +371,9 @@ int proxy_session_pick(struct proxy_conn *c)
 		s->total++;
 		c->session_counted = 1;
 	}
-	if (s->bytes_out >= lim->max_bytes_out || s->bytes_in >= lim->max_bytes_in) {
+	if (live->bytes_out >= lim->max_bytes_out || live->bytes_in >= lim->max_bytes_in) {
 		proxy_deny(c, 429, "limit-bytes",
-			s->bytes_out >= lim->max_bytes_out ? "limits.maxBytesOut" : "limits.maxBytesIn",
+			live->bytes_out >= lim->max_bytes_out ? "limits.maxBytesOut" : "limits.maxBytesIn",
 			"The session has moved all the bytes it may");
 		return -1;
 	}
@@ -382,7 +385,8 @@ void proxy_decide(struct proxy_conn *c)
 	/* A kept-alive upstream to the same destination is reused once the policy agrees. */
 	char key[ALLOW_HOST_BUF + 8], kept_addr[PROXY_ADDR_TEXT];
 	snprintf(key, sizeof key, "%s:%u", c->dest.host, c->dest.port);
-	int reuse = c->up.bev != NULL && c->up_idle && c->up_key != NULL && strcmp(key, c->up_key) == 0;
+	int reuse = !c->is_connect && c->up.bev != NULL && c->up_idle && c->up_key != NULL &&
+		    strcmp(key, c->up_key) == 0;
 	memcpy(kept_addr, c->addr_text, sizeof kept_addr);
 	c->addr_text[0] = '\0';
 	if (proxy_session_pick(c) == -1)
@@ -399,10 +403,11 @@ void proxy_decide(struct proxy_conn *c)
 	c->requests++;
 	free(c->rule);
 	c->rule = strdup(d.rule);
-	if (proxy_session_new_host(c->session, c->dest.host, proxy_now_ms()) == -1) {
+	struct proxy_session *live = proxy_session_live(c->session);
+	if (proxy_session_new_host(live, c->dest.host, proxy_now_ms()) == -1) {
 		char rule[120];
 		snprintf(rule, sizeof rule, "limits.maxNewHostsPerMinute (%llu)",
-			(unsigned long long)c->session->cfg->limits.max_new_hosts_per_minute);
+			(unsigned long long)live->cfg->limits.max_new_hosts_per_minute);
 		proxy_deny(c, 429, "limit-new-hosts", rule,
 			"The session reached as many new hosts this minute as it may; wait, or reuse a "
 			"host already reached");

@@ -5,6 +5,7 @@
  * until this response is done).  Heads are rebuilt from what was parsed, never copied through;
  * bodies are re-framed: a chunked body leaves as chunks egressd wrote, a Content-Length body with
  * that length. */
+#include <ctype.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -232,7 +233,7 @@ static int req_body(http_parser *p, const char *at, size_t len)
 	struct proxy_conn *c = conn_of(p);
 	if (c->up.bev == NULL)
 		return -1;
-	if (c->session != NULL && !proxy_session_bytes_ok(c->session, len, 0)) {
+	if (!proxy_conn_bytes_ok(c, len, 0)) {
 		c->end = "limit-bytes";
 		return -1;
 	}
@@ -241,9 +242,7 @@ static int req_body(http_parser *p, const char *at, size_t len)
 		add_chunk(out, at, len);
 	else
 		evbuffer_add(out, at, len);
-	c->bytes_out += len;
-	if (c->session != NULL)
-		c->session->bytes_out += len;
+	proxy_count(c, len, 0);
 	return 0;
 }
 
@@ -304,7 +303,7 @@ static int resp_headers_complete(http_parser *p)
 static int resp_body(http_parser *p, const char *at, size_t len)
 {
 	struct proxy_conn *c = conn_of(p);
-	if (c->session != NULL && !proxy_session_bytes_ok(c->session, 0, len)) {
+	if (!proxy_conn_bytes_ok(c, 0, len)) {
 		c->end = "limit-bytes";
 		return -1;
 	}
@@ -313,9 +312,7 @@ static int resp_body(http_parser *p, const char *at, size_t len)
 		add_chunk(out, at, len);
 	else
 		evbuffer_add(out, at, len);
-	c->bytes_in += len;
-	if (c->session != NULL)
-		c->session->bytes_in += len;
+	proxy_count(c, 0, len);
 	return 0;
 }
 
@@ -512,24 +509,46 @@ static void add_headers(struct evbuffer *out, const struct proxy_head *h, int sk
 	}
 }
 
-/* The leaf tag of a plain request: git smart HTTP by its path, else by the method. */
-static unsigned request_action(const char *method, const char *path)
+static int hexval(int ch)
 {
-	const char *q = strchr(path, '?');
-	size_t plen = q ? (size_t)(q - path) : strlen(path);
-	static const char push[] = "/git-receive-pack", fetch[] = "/git-upload-pack";
-	if (plen >= sizeof push - 1 && memcmp(path + plen - (sizeof push - 1), push, sizeof push - 1) == 0)
-		return ALLOW_TAG_GIT_PUSH;
-	if (plen >= sizeof fetch - 1 &&
-		memcmp(path + plen - (sizeof fetch - 1), fetch, sizeof fetch - 1) == 0)
-		return ALLOW_TAG_GIT_FETCH;
-	if (q != NULL && plen >= 10 && memcmp(path + plen - 10, "/info/refs", 10) == 0) {
-		if (strstr(q, "service=git-receive-pack") != NULL)
-			return ALLOW_TAG_GIT_PUSH;
-		if (strstr(q, "service=git-upload-pack") != NULL)
-			return ALLOW_TAG_GIT_FETCH;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch |= 0x20;
+	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* The leaf tag of a plain request.  git smart HTTP is recognised anywhere in the path or query,
+ * after percent-decoding and case-folding, so that "git%2Dreceive-pack" or ".../GIT-RECEIVE-PACK/"
+ * is still a push: unsure means more.  Otherwise GET, HEAD and OPTIONS without a body read; all
+ * else writes. */
+static unsigned request_action(const char *method, const char *path, int has_body)
+{
+	size_t n = strlen(path);
+	char *d = malloc(n + 1);
+	if (d == NULL)
+		return ALLOW_TAGS_ALL; /* cannot tell: every tag, so any denied one denies */
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+		if (path[i] == '%' && i + 2 < n && (hi = hexval(path[i + 1])) >= 0 &&
+			(lo = hexval(path[i + 2])) >= 0) {
+			d[j++] = (char)tolower(hi * 16 + lo);
+			i += 2;
+		} else {
+			d[j++] = (char)tolower((unsigned char)path[i]);
+		}
 	}
-	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 || strcmp(method, "OPTIONS") == 0)
+	d[j] = '\0';
+	unsigned tag = 0;
+	if (strstr(d, "git-receive-pack") != NULL)
+		tag = ALLOW_TAG_GIT_PUSH;
+	else if (strstr(d, "git-upload-pack") != NULL)
+		tag = ALLOW_TAG_GIT_FETCH;
+	free(d);
+	if (tag != 0)
+		return tag;
+	if (!has_body && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+				 strcmp(method, "OPTIONS") == 0))
 		return ALLOW_TAG_HTTP_READ;
 	return ALLOW_TAG_HTTP_WRITE;
 }
@@ -695,7 +714,9 @@ int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why,
 		c->path[off++] = '/';
 	memcpy(c->path + off, aend, plen);
 	c->path[off + plen] = '\0';
-	c->action = request_action(c->method, c->path);
+	int has_body = (p->flags & F_CHUNKED) ||
+		       ((p->flags & F_CONTENTLENGTH) && p->content_length > 0 && p->content_length != ULLONG_MAX);
+	c->action = request_action(c->method, c->path, has_body);
 	return 0;
 }
 
@@ -719,6 +740,7 @@ static void request_head_done(struct proxy_conn *c)
 
 static void send_request_head(struct proxy_conn *c)
 {
+	size_t before = evbuffer_get_length(bufferevent_get_output(c->up.bev));
 	struct evbuffer *out = bufferevent_get_output(c->up.bev);
 	const http_parser *p = &c->req_parser;
 	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\nHost: ", c->method, c->path);
@@ -735,6 +757,8 @@ static void send_request_head(struct proxy_conn *c)
 	else if (p->content_length != ULLONG_MAX && (p->flags & F_CONTENTLENGTH))
 		evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", (uint64_t)p->content_length);
 	evbuffer_add(out, "\r\n", 2);
+	/* Heads count against the byte limits too: a URI or a header carries data out. */
+	proxy_count(c, evbuffer_get_length(out) - before, 0);
 }
 
 /* The upstream for the current request is connected (new or kept alive): send the head and
@@ -806,6 +830,7 @@ void proxy_http_upstream_drained(struct proxy_conn *c)
 
 static void send_response_head(struct proxy_conn *c)
 {
+	size_t before = evbuffer_get_length(bufferevent_get_output(c->client.bev));
 	const http_parser *p = &c->resp_parser;
 	const struct proxy_head *h = &c->resp;
 	struct evbuffer *out = bufferevent_get_output(c->client.bev);
@@ -816,6 +841,7 @@ static void send_response_head(struct proxy_conn *c)
 	add_headers(out, h, 0);
 	if (st >= 100 && st < 200) {
 		evbuffer_add(out, "\r\n", 2);
+		proxy_count(c, 0, evbuffer_get_length(out) - before);
 		return;
 	}
 	int no_body = c->req_head_method || st == 204 || st == 304;
@@ -839,6 +865,7 @@ static void send_response_head(struct proxy_conn *c)
 		evbuffer_add(out, "Connection: keep-alive\r\n\r\n", 26);
 	else
 		evbuffer_add(out, "Connection: close\r\n\r\n", 21);
+	proxy_count(c, 0, evbuffer_get_length(out) - before);
 }
 
 static void response_done(struct proxy_conn *c)

@@ -53,6 +53,8 @@ void proxy_peek_start(struct proxy_conn *c)
 	proxy_head_free(&c->resp);
 	bufferevent_setwatermark(c->client.bev, EV_READ, 0, PROXY_SNI_PEEK_MAX);
 	bufferevent_enable(c->client.bev, EV_READ);
+	/* A server that speaks first may not fill egressd while the client's peek is pending. */
+	bufferevent_setwatermark(c->up.bev, EV_READ, 0, PROXY_HIGH_WATER);
 	if (c->dest.port == 443)
 		bufferevent_disable(c->up.bev, EV_READ);
 	else

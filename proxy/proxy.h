@@ -41,7 +41,20 @@ struct proxy_session {
 	size_t seen_n, seen_cap;
 	uint64_t *ring;                         /* times of the last new hosts (owned) */
 	size_t ring_head, ring_n;
+	struct proxy_session *successor;        /* the same session in a newer generation, whose
+	                                           counters are the live ones; NULL if newest */
 };
+
+/* The session whose counters and limits are live: a session carries on across reloads under its
+ * name, so its clock, bytes and connections are not reset by SIGHUP. */
+struct proxy_session *proxy_session_live(struct proxy_session *s);
+
+struct proxy_conn;
+/* Counts bytes moved for the connection and its live session. */
+void proxy_count(struct proxy_conn *c, uint64_t out, uint64_t in);
+/* 1 when moving out/in more bytes keeps the connection's session within its byte limits; when
+ * not, the crossed limit is marked spent. */
+int proxy_conn_bytes_ok(struct proxy_conn *c, uint64_t out, uint64_t in);
 
 /* session.c.  proxy_session_new_host: 0 when host may be reached now (recording it when new),
  * -1 when it is a new host beyond limits.maxNewHostsPerMinute.  proxy_session_bytes_ok: 1 when
@@ -59,6 +72,8 @@ struct proxy_gen {
 	struct proxy_session *sessions;   /* one per cfg->sessions, same order */
 	struct proxy_session *dflt;       /* the session named "default", or NULL */
 	unsigned refs;                    /* the server's reference plus one per connection */
+	struct proxy_gen *prev, *next;    /* every generation still alive (server.c) */
+	struct proxy_server *srv;
 };
 
 struct proxy_server;
@@ -77,6 +92,7 @@ struct proxy_pooled;
 struct proxy_server {
 	struct event_base *base;
 	struct proxy_gen *gen;          /* the current generation (one reference) */
+	struct proxy_gen *gens;         /* every generation still alive, newest first */
 	struct audit_log *audit;        /* shared by every generation */
 	char *config_path;              /* for reloads */
 	struct proxy_listener listeners[PROXY_MAX_LISTENERS];
@@ -268,7 +284,8 @@ void proxy_pool_clear(struct proxy_server *srv);
 
 /* relay.c */
 void proxy_relay_start(struct proxy_conn *c);
-void proxy_relay_read(struct proxy_conn *c, struct proxy_half *from);
+/* Moves what `from` has read to the other side; -1 when that closed the connection. */
+int proxy_relay_read(struct proxy_conn *c, struct proxy_half *from);
 void proxy_relay_drained(struct proxy_conn *c, struct proxy_half *to);
 void proxy_relay_event(struct proxy_conn *c, struct proxy_half *h, short what);
 

@@ -40,31 +40,24 @@ static int flush_end(struct proxy_conn *c, struct proxy_half *to)
 	return maybe_done(c);
 }
 
-void proxy_relay_read(struct proxy_conn *c, struct proxy_half *from)
+int proxy_relay_read(struct proxy_conn *c, struct proxy_half *from)
 {
 	struct proxy_half *to = other(c, from);
 	struct evbuffer *in = bufferevent_get_input(from->bev);
 	struct evbuffer *out = bufferevent_get_output(to->bev);
 	size_t n = evbuffer_get_length(in);
 	if (n == 0)
-		return;
-	if (c->session != NULL && !proxy_session_bytes_ok(c->session, from == &c->client ? n : 0,
-					  from == &c->client ? 0 : n)) {
+		return 0;
+	uint64_t nout = from == &c->client ? n : 0, nin = from == &c->client ? 0 : n;
+	if (!proxy_conn_bytes_ok(c, nout, nin)) {
 		proxy_conn_close(c, "limit-bytes");
-		return;
+		return -1;
 	}
-	if (from == &c->client) {
-		c->bytes_out += n;
-		if (c->session != NULL)
-			c->session->bytes_out += n;
-	} else {
-		c->bytes_in += n;
-		if (c->session != NULL)
-			c->session->bytes_in += n;
-	}
+	proxy_count(c, nout, nin);
 	evbuffer_add_buffer(out, in);
 	if (evbuffer_get_length(out) >= PROXY_HIGH_WATER)
 		bufferevent_disable(from->bev, EV_READ);
+	return 0;
 }
 
 void proxy_relay_drained(struct proxy_conn *c, struct proxy_half *to)
@@ -86,7 +79,8 @@ void proxy_relay_event(struct proxy_conn *c, struct proxy_half *h, short what)
 		if (c->end == NULL)
 			c->end = h == &c->client ? "client-closed" : "upstream-closed";
 		/* Whatever was still buffered on the way in goes out first. */
-		proxy_relay_read(c, h);
+		if (proxy_relay_read(c, h) == -1)
+			return;
 		h->eof = 1;
 		bufferevent_disable(h->bev, EV_READ);
 		flush_end(c, other(c, h));
@@ -104,10 +98,12 @@ void proxy_relay_start(struct proxy_conn *c)
 		return;
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, PROXY_LOW_WATER, 0);
 	bufferevent_setwatermark(c->up.bev, EV_WRITE, PROXY_LOW_WATER, 0);
+	bufferevent_setwatermark(c->up.bev, EV_READ, 0, 0);
 	bufferevent_enable(c->client.bev, EV_READ | EV_WRITE);
 	bufferevent_enable(c->up.bev, EV_READ | EV_WRITE);
 	proxy_conn_touch(c);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
-	/* Bytes the client sent right behind its CONNECT head go first. */
-	proxy_relay_read(c, &c->client);
+	/* Bytes either side sent before the relay started go first. */
+	if (proxy_relay_read(c, &c->client) == 0)
+		proxy_relay_read(c, &c->up);
 }

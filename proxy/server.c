@@ -30,6 +30,52 @@ static void print_errors(const struct allow_errors *errs)
 		fprintf(stderr, "egressd: %s\n", errs->lines[i]);
 }
 
+/* Links a new generation in and hands each session of the older ones on to the session of the
+ * same name in the new one: its counters and clock move over, and the old session's successor
+ * points at it, so connections of old generations count against the live session.  A session
+ * the new config drops keeps its counters where they are. */
+static void gen_link(struct proxy_server *srv, struct proxy_gen *gen)
+{
+	for (struct proxy_gen *old = srv->gens; old != NULL; old = old->next) {
+		for (size_t i = 0; i < old->cfg->nsessions; i++) {
+			struct proxy_session *os = &old->sessions[i];
+			if (os->successor != NULL)
+				continue; /* handed on already; its successor is being handed on */
+			struct proxy_session *ns = NULL;
+			for (size_t j = 0; j < gen->cfg->nsessions && ns == NULL; j++)
+				if (strcmp(gen->sessions[j].cfg->name, os->cfg->name) == 0)
+					ns = &gen->sessions[j];
+			if (ns == NULL)
+				continue;
+			ns->active = os->active;
+			ns->total = os->total;
+			ns->bytes_out = os->bytes_out;
+			ns->bytes_in = os->bytes_in;
+			ns->started_ms = os->started_ms;
+			ns->seen = os->seen;
+			ns->seen_n = os->seen_n;
+			ns->seen_cap = os->seen_cap;
+			ns->ring = os->ring;
+			ns->ring_head = os->ring_head;
+			ns->ring_n = os->ring_n;
+			os->seen = NULL;
+			os->seen_cap = os->seen_n = 0;
+			os->ring = NULL;
+			os->ring_n = 0;
+			os->successor = ns;
+		}
+	}
+	/* Sessions handed on earlier now lead to the newest one directly. */
+	for (struct proxy_gen *old = srv->gens; old != NULL; old = old->next)
+		for (size_t i = 0; i < old->cfg->nsessions; i++)
+			old->sessions[i].successor = proxy_session_live(old->sessions[i].successor);
+	gen->srv = srv;
+	gen->next = srv->gens;
+	if (srv->gens != NULL)
+		srv->gens->prev = gen;
+	srv->gens = gen;
+}
+
 /* Builds a generation from a loaded config; takes ownership of cfg (freed on failure too). */
 static struct proxy_gen *gen_new(struct event_base *base, struct allow_config *cfg)
 {
@@ -75,6 +121,22 @@ void proxy_gen_release(struct proxy_gen *gen)
 {
 	if (gen == NULL || --gen->refs > 0)
 		return;
+	if (gen->srv != NULL) {
+		if (gen->prev != NULL)
+			gen->prev->next = gen->next;
+		else
+			gen->srv->gens = gen->next;
+		if (gen->next != NULL)
+			gen->next->prev = gen->prev;
+		/* Sessions of older generations that still lead here keep their own counters
+		 * from now on (this generation's sessions were dropped by a later config). */
+		for (struct proxy_gen *g = gen->srv->gens; g != NULL; g = g->next)
+			for (size_t i = 0; i < g->cfg->nsessions; i++) {
+				struct proxy_session *succ = g->sessions[i].successor;
+				if (succ >= gen->sessions && succ < gen->sessions + gen->cfg->nsessions)
+					g->sessions[i].successor = NULL;
+			}
+	}
 	dns_resolver_free(gen->dns);
 	for (size_t i = 0; gen->sessions != NULL && i < gen->cfg->nsessions; i++)
 		proxy_session_free(&gen->sessions[i]);
@@ -277,9 +339,11 @@ static void reload(struct proxy_server *srv)
 		fprintf(stderr, "egressd: reload failed; the running config stays\n");
 		return;
 	}
+	gen_link(srv, gen);
 	proxy_gen_release(srv->gen);
 	srv->gen = gen;
 	proxy_pool_clear(srv); /* parked upstreams were admitted by the old address policy */
+	http_parser_set_max_header_size((uint32_t)(gen->cfg->limits.max_header_bytes + 1024));
 	fprintf(stderr, "egressd: reloaded %s\n", srv->config_path);
 	audit_simple(srv, "config", "config", srv->config_path, "result", "reloaded");
 }
@@ -377,6 +441,7 @@ int proxy_serve(const char *config_path)
 	srv->gen = gen_new(srv->base, cfg);
 	if (srv->gen == NULL)
 		goto out;
+	gen_link(srv, srv->gen);
 	raise_fd_limit(srv->gen->cfg->limits.max_clients);
 	http_parser_set_max_header_size((uint32_t)(srv->gen->cfg->limits.max_header_bytes + 1024));
 	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};

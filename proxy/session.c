@@ -87,6 +87,39 @@ int proxy_session_new_host(struct proxy_session *s, const char *host, uint64_t n
 	return 0;
 }
 
+void proxy_count(struct proxy_conn *c, uint64_t out, uint64_t in)
+{
+	c->bytes_out += out;
+	c->bytes_in += in;
+	struct proxy_session *s = proxy_session_live(c->session);
+	if (s != NULL) {
+		s->bytes_out += out;
+		s->bytes_in += in;
+	}
+}
+
+int proxy_conn_bytes_ok(struct proxy_conn *c, uint64_t out, uint64_t in)
+{
+	struct proxy_session *s = proxy_session_live(c->session);
+	if (s == NULL || proxy_session_bytes_ok(s, out, in))
+		return 1;
+	/* The transfer that would cross the limit is cut, and the session is spent: later
+	 * requests get 429 instead of another partial transfer each. */
+	const struct allow_limits *l = &s->cfg->limits;
+	if (s->bytes_out + out > l->max_bytes_out)
+		s->bytes_out = l->max_bytes_out;
+	if (s->bytes_in + in > l->max_bytes_in)
+		s->bytes_in = l->max_bytes_in;
+	return 0;
+}
+
+struct proxy_session *proxy_session_live(struct proxy_session *s)
+{
+	while (s != NULL && s->successor != NULL)
+		s = s->successor;
+	return s;
+}
+
 int proxy_session_bytes_ok(const struct proxy_session *s, uint64_t out, uint64_t in)
 {
 	const struct allow_limits *l = &s->cfg->limits;

@@ -150,9 +150,10 @@ static int pump(struct proxy_splice_dir *d)
 		if (d->eof || round == READS_PER_WAKEUP)
 			break;
 		size_t len = PIPE_SIZE;
-		if (c->session != NULL) {
-			const struct allow_limits *l = &c->session->cfg->limits;
-			uint64_t used = d->outbound ? c->session->bytes_out : c->session->bytes_in;
+		struct proxy_session *live = proxy_session_live(c->session);
+		if (live != NULL) {
+			const struct allow_limits *l = &live->cfg->limits;
+			uint64_t used = d->outbound ? live->bytes_out : live->bytes_in;
 			uint64_t lim = d->outbound ? l->max_bytes_out : l->max_bytes_in;
 			if (used >= lim) {
 				proxy_conn_close(c, "limit-bytes");
@@ -180,15 +181,7 @@ static int pump(struct proxy_splice_dir *d)
 		}
 		d->inpipe = (size_t)n;
 		proxy_conn_touch(c);
-		if (d->outbound) {
-			c->bytes_out += (uint64_t)n;
-			if (c->session != NULL)
-				c->session->bytes_out += (uint64_t)n;
-		} else {
-			c->bytes_in += (uint64_t)n;
-			if (c->session != NULL)
-				c->session->bytes_in += (uint64_t)n;
-		}
+		proxy_count(c, d->outbound ? (uint64_t)n : 0, d->outbound ? 0 : (uint64_t)n);
 	}
 	pipe_put(d->pipe, d->inpipe == 0);
 	if (d->eof) {
@@ -247,12 +240,7 @@ int proxy_splice_start(struct proxy_conn *c)
 	 * counted yet; their outputs were counted when they were queued (or are egressd's own 200). */
 	uint64_t cin = evbuffer_get_length(bufferevent_get_input(c->client.bev));
 	uint64_t uin = evbuffer_get_length(bufferevent_get_input(c->up.bev));
-	c->bytes_out += cin;
-	c->bytes_in += uin;
-	if (c->session != NULL) {
-		c->session->bytes_out += cin;
-		c->session->bytes_in += uin;
-	}
+	proxy_count(c, cin, uin);
 	if (take_output(sp->dir[0].pre, c->up.bev) == -1 ||
 		evbuffer_add_buffer(sp->dir[0].pre, bufferevent_get_input(c->client.bev)) == -1 ||
 		take_output(sp->dir[1].pre, c->client.bev) == -1 ||

@@ -67,9 +67,61 @@ def case_bad_reload_keeps_running_config(h):
     check_audit_log(e.audit())
 
 
+def case_reload_keeps_session_clock(h):
+    # A reload must not hand a session a new lifetime: expiresIn counts from the session's start.
+    origin = h.origin()
+    url = "http://origin.test:%d/" % origin.port
+    cfg = base_config(HOSTS, session_limits={"expiresIn": "2s"})
+    e = h.egressd(cfg)
+    check_eq(status_of(e, url), 200, "before expiry")
+    kept = Conn(e.port)
+    try:
+        kept.request("GET", url)
+        check_eq(kept.read_response().status, 200, "kept-alive connection, first request")
+        time.sleep(2.3)
+        kept.request("GET", url)
+        check_eq(kept.read_response().status, 403,
+                 "kept-alive connection after expiresIn (checked on every request)")
+    finally:
+        kept.close()
+    check_eq(status_of(e, url), 403, "new connection after expiresIn")
+    e.rewrite_config(base_config(HOSTS, session_limits={"expiresIn": "2s"}))
+    e.signal(signal.SIGHUP)
+    check(e.wait_stderr(r"egressd: reloaded", 5), "no reload message:\n%s" % e.stderr())
+    check_eq(status_of(e, url), 403, "after a reload the session is still expired")
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    check_audit_log(recs)
+    denied = [r for r in recs if r["event"] == "request" and r.get("reason") == "session-expired"]
+    check_eq(len(denied), 3, "session-expired decisions")
+
+
+def case_reload_keeps_byte_count(h):
+    origin = h.origin()
+    url = "http://origin.test:%d/" % origin.port
+    cfg = base_config(HOSTS, session_limits={"maxBytesIn": "1KiB"})
+    e = h.egressd(cfg)
+    c = Conn(e.port)
+    try:
+        c.request("GET", "http://origin.test:%d/big?n=4096" % origin.port)
+        c.read_response()
+    except Exception:
+        pass
+    finally:
+        c.close()
+    check_eq(status_of(e, url), 429, "over maxBytesIn")
+    e.signal(signal.SIGHUP)
+    check(e.wait_stderr(r"egressd: reloaded", 5), "no reload message:\n%s" % e.stderr())
+    check_eq(status_of(e, url), 429, "still over maxBytesIn after a reload")
+    check_eq(e.stop(), 0, "exit code")
+
+
 if __name__ == "__main__":
     run_cases("reload", [
         ("SIGHUP applies a valid new config", case_reload_applies),
         ("SIGHUP with an invalid config reports it and keeps the old one",
          case_bad_reload_keeps_running_config),
+        ("expiresIn holds on kept-alive connections and across a reload",
+         case_reload_keeps_session_clock),
+        ("byte counts survive a reload", case_reload_keeps_byte_count),
     ])

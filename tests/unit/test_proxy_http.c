@@ -179,6 +179,12 @@ static const struct target_case target_cases[] = {
 		"/o/r.git/info/refs?service=git-receive-pack", ALLOW_TAG_GIT_PUSH},
 	{"POST http://g.test/o/r.git/git-receive-pack HTTP/1.1", 0, "g.test", 80,
 		"/o/r.git/git-receive-pack", ALLOW_TAG_GIT_PUSH},
+	{"POST http://g.test/o/r.git/git%2Dreceive-pack HTTP/1.1", 0, "g.test", 80,
+		"/o/r.git/git%2Dreceive-pack", ALLOW_TAG_GIT_PUSH},
+	{"POST http://g.test/o/r.git/GIT-RECEIVE-PACK/ HTTP/1.1", 0, "g.test", 80,
+		"/o/r.git/GIT-RECEIVE-PACK/", ALLOW_TAG_GIT_PUSH},
+	{"GET http://g.test/x?service=git%2dreceive%2Dpack HTTP/1.1", 0, "g.test", 80,
+		"/x?service=git%2dreceive%2Dpack", ALLOW_TAG_GIT_PUSH},
 	{"CONNECT Github.COM:443 HTTP/1.1", 0, "github.com", 443, NULL, 0},
 	{"CONNECT [2001:DB8::1]:8443 HTTP/1.1", 0, "2001:db8::1", 8443, NULL, 0},
 	{"CONNECT github.com HTTP/1.1", 400, NULL, 0, NULL, 0},
@@ -230,12 +236,27 @@ static void test_target_table(void **state)
 	assert_int_equal(failed, 0);
 }
 
+/* A GET that carries a body writes. */
+static void test_get_with_body(void **state)
+{
+	(void)state;
+	static const char get_body[] = "GET http://o.test/ HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
+	struct proxy_conn c;
+	const char *reason = NULL;
+	char why[300];
+	assert_int_equal(run_head(&c, get_body, sizeof get_body - 1, &reason, why, sizeof why, 65536, 100), 1);
+	assert_int_equal(proxy_http_head_target(&c, &reason, why, sizeof why), 0);
+	assert_int_equal(c.action, ALLOW_TAG_HTTP_WRITE);
+	free_conn(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_head_table),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_target_table),
+		cmocka_unit_test(test_get_with_body),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
