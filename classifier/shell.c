@@ -696,8 +696,20 @@ static int is_assign_prefix(const struct wbuf *b, unsigned flags)
 	return i == end;
 }
 
-/* NAME=(words...) with P->pos at the '('. */
+static int parse_array_words(struct parser *P);
+
+/* NAME=(words...) with P->pos at the '('.  An element is never itself an assignment with an
+ * array ("a=(b c=(d))" is a syntax error to bash), so assignments are off inside. */
 static int parse_array(struct parser *P)
+{
+	int saved = P->assign_ok;
+	P->assign_ok = 0;
+	int rc = parse_array_words(P);
+	P->assign_ok = saved;
+	return rc;
+}
+
+static int parse_array_words(struct parser *P)
 {
 	size_t open = P->pos++;
 	for (;;) {
