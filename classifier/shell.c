@@ -1878,9 +1878,10 @@ static int parse_pipeline(struct parser *P)
 			break;
 		}
 	}
-	if (prefix && (t->kind == T_EOF || t->kind == T_NL || t->kind == T_SEMI ||
-	                      t->kind == T_AMP || t->kind == T_RPAREN))
-		return 0; /* bare `time` or `!` runs nothing */
+	/* A bare `time` or `!` runs nothing, but bash takes it only before a newline, `;` or the
+	 * end: "! &" and "( ! )" are syntax errors (fuzz finding). */
+	if (prefix && (t->kind == T_EOF || t->kind == T_NL || t->kind == T_SEMI))
+		return 0;
 	for (int first = 1;; first = 0) {
 		struct cls_cmd **from = P->tail;
 		if (parse_command(P) == -1)

@@ -363,6 +363,9 @@ c("echo $[ $(git push) + 1 ]", "git:push", "substitution inside $[ ]")
 c("r=([a b); git push", "deny", "unterminated key in an array assignment")
 c("a=(b c=(d) ); git push", "deny", "an array element that is itself an array assignment (fuzz finding)")
 c("a=(b c=d); git push", "git:push", "an element that looks like a plain assignment is a word")
+c("! & git push", "deny", "a bare ! before & is a syntax error (fuzz finding)")
+c("( time ); git push", "deny", "a bare time before ) is a syntax error")
+c("! ; git push", "git:push", "a bare ! before ; runs nothing")
 c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
     for line, exp, note in C:
