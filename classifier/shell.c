@@ -556,6 +556,12 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 				P->pos++;
 				if (parse_dquote(P, &tmp, &fl) == -1)
 					return -1;
+			} else if (ch == '\'') {
+				/* bash matches single quotes inside $[ ] too (fuzz finding) */
+				const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+				if (q == NULL)
+					return ERR(P, P->pos, "unterminated ' inside $[");
+				P->pos = (size_t)(q - P->s) + 1;
 			} else if (ch == '\\') {
 				P->pos += P->pos + 1 < P->len ? 2 : 1;
 			} else {

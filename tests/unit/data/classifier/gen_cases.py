@@ -366,6 +366,8 @@ c("a=(b c=d); git push", "git:push", "an element that looks like a plain assignm
 c("! & git push", "deny", "a bare ! before & is a syntax error (fuzz finding)")
 c("( time ); git push", "deny", "a bare time before ) is a syntax error")
 c("! ; git push", "git:push", "a bare ! before ; runs nothing")
+c("echo $[ ' ]; git push", "deny", "an unmatched single quote inside $[ ] (fuzz finding)")
+c("echo $[ ']' ]; git push", "git:push", "a quoted ] inside $[ ]")
 c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
     for line, exp, note in C:
