@@ -34,7 +34,10 @@ static const char config[] =
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(cfg_path, sizeof cfg_path, "/tmp/cls-cli-XXXXXX");
+	/* mkstemp's template: the name, then six 'X' it replaces. */
+	int n = snprintf(cfg_path, sizeof cfg_path, "/tmp/cls-cli-");
+	memset(cfg_path + n, 'X', 6);
+	cfg_path[n + 6] = '\0';
 	int fd = mkstemp(cfg_path);
 	if (fd == -1)
 		return -1;
