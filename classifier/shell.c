@@ -69,6 +69,7 @@ struct parser {
 	struct heredoc **ptail;
 	struct cls_cmd **tail; /* where the next simple command is appended */
 	int assign_ok;         /* the next word could be an assignment (command position) */
+	unsigned arith_semis;  /* top-level ';' seen by scan_arith (for the arithmetic for) */
 	int redir_target;      /* the next word is a redirection target */
 	int assign_saved;      /* assign_ok before that redirection */
 	int assign_args;       /* the command is declare-like: its arguments are assignments */
@@ -253,6 +254,8 @@ static int scan_arith(struct parser *P, size_t open)
 		} else if (ch == '\\' && P->pos + 1 < P->len) {
 			P->pos += 2;
 		} else {
+			if (ch == ';' && depth == 0)
+				P->arith_semis++;
 			P->pos++;
 		}
 		b.n = 0; /* the text of an arithmetic expression is never needed */
@@ -1628,10 +1631,12 @@ static int parse_for(struct parser *P)
 		size_t open = t->off;
 		consume(P);
 		P->pos++;
+		P->arith_semis = 0;
 		int r = scan_arith(P, open);
 		if (r == -1)
 			return -1;
-		if (r == 1)
+		/* bash wants exactly three expressions: init; test; step (fuzz finding) */
+		if (r == 1 || P->arith_semis != 2)
 			return ERR(P, open, "syntax error in for ((...))");
 		if (peek(P, &t) == -1)
 			return -1;
