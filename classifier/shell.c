@@ -1852,6 +1852,9 @@ static int parse_command(struct parser *P)
 					return -1;
 			}
 		}
+		/* a coproc of a coproc is a syntax error to bash (fuzz finding) */
+		if (is_word(t, "coproc"))
+			return unexpected(P, t);
 		r = parse_command(P);
 		cls_leave(P->c);
 		return r;
