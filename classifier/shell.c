@@ -210,6 +210,34 @@ static void arith_mark_bad(struct parser *P, size_t off)
 	P->arith_failed[off / 8] |= (unsigned char)(1u << (off % 8));
 }
 
+/* In an arithmetic body ($(( )), (( )), $[ ]): parses a substitution, quoted text or an escaped
+ * character at P->pos and returns 1; returns 0 for any other character (not consumed), -1 when
+ * refused.  bash matches quotes and substitutions inside these bodies as in a word. */
+static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
+{
+	char ch = P->s[P->pos];
+	if (ch == '$')
+		return parse_dollar(P, b, fl, 0) == -1 ? -1 : 1;
+	if (ch == '`')
+		return parse_backtick(P, b, fl) == -1 ? -1 : 1;
+	if (ch == '"') {
+		P->pos++;
+		return parse_dquote(P, b, fl) == -1 ? -1 : 1;
+	}
+	if (ch == '\'') {
+		const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+		if (q == NULL)
+			return ERR(P, P->pos, "unterminated single quote");
+		P->pos = (size_t)(q - P->s) + 1;
+		return 1;
+	}
+	if (ch == '\\' && P->pos + 1 < P->len) {
+		P->pos += 2;
+		return 1;
+	}
+	return 0;
+}
+
 /* Scans an arithmetic body after "((" (or "$(("), parsing the substitutions inside.  Returns 0
  * when it ended with "))", 1 when the text is not arithmetic (bash then re-reads it as nested
  * parentheses), -1 when refused. */
@@ -236,27 +264,15 @@ static int scan_arith(struct parser *P, size_t open)
 			}
 			depth--;
 			P->pos++;
-		} else if (ch == '$') {
-			if (parse_dollar(P, &b, &fl, 0) == -1)
-				return -1;
-		} else if (ch == '`') {
-			if (parse_backtick(P, &b, &fl) == -1)
-				return -1;
-		} else if (ch == '"') {
-			P->pos++;
-			if (parse_dquote(P, &b, &fl) == -1)
-				return -1;
-		} else if (ch == '\'') {
-			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
-			if (q == NULL)
-				return ERR(P, P->pos, "unterminated single quote");
-			P->pos = (size_t)(q - P->s) + 1;
-		} else if (ch == '\\' && P->pos + 1 < P->len) {
-			P->pos += 2;
 		} else {
-			if (ch == ';' && depth == 0)
-				P->arith_semis++;
-			P->pos++;
+			int r = arith_quoted(P, &b, &fl);
+			if (r == -1)
+				return -1;
+			if (r == 0) {
+				if (ch == ';' && depth == 0)
+					P->arith_semis++;
+				P->pos++;
+			}
 		}
 		b.n = 0; /* the text of an arithmetic expression is never needed */
 	}
@@ -549,25 +565,10 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 				return ERR(P, open, "unterminated $[");
 			char ch = P->s[P->pos];
 			tmp.n = 0;
-			if (ch == '$') {
-				if (parse_dollar(P, &tmp, &fl, 0) == -1)
-					return -1;
-			} else if (ch == '`') {
-				if (parse_backtick(P, &tmp, &fl) == -1)
-					return -1;
-			} else if (ch == '"') {
-				P->pos++;
-				if (parse_dquote(P, &tmp, &fl) == -1)
-					return -1;
-			} else if (ch == '\'') {
-				/* bash matches single quotes inside $[ ] too (fuzz finding) */
-				const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
-				if (q == NULL)
-					return ERR(P, P->pos, "unterminated ' inside $[");
-				P->pos = (size_t)(q - P->s) + 1;
-			} else if (ch == '\\') {
-				P->pos += P->pos + 1 < P->len ? 2 : 1;
-			} else {
+			int r = arith_quoted(P, &tmp, &fl);
+			if (r == -1)
+				return -1;
+			if (r == 0) {
 				P->pos++;
 				if (ch == '[')
 					depth++;
