@@ -381,6 +381,7 @@ static void try_next_address(struct proxy_conn *c, int last_err)
 			free_upstream(c);
 			continue;
 		}
+		proxy_fd_reserve(c->srv, (int)bufferevent_getfd(c->up.bev));
 		proxy_conn_set_state(c, PROXY_CS_CONNECTING);
 		proxy_conn_arm_timer(c, c->gen->cfg->limits.connect_timeout_ms);
 		return;
@@ -513,6 +514,7 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 		srv->peak_conns = srv->nconns;
 
 	/* The listener accepts with SOCK_NONBLOCK. */
+	proxy_fd_reserve(srv, fd);
 	set_nodelay(fd);
 	/* Callbacks run directly: libevent holds a reference across each, so one may close the
 	 * connection, and connect failures are deferred by libevent itself. */

@@ -108,6 +108,7 @@ struct proxy_server {
 	struct event *grace;            /* shutdown grace timer */
 	int stopping;                   /* no longer accepting */
 	int exit_code;
+	int fd_reserved;                /* libevent has its records for descriptors below this */
 };
 
 /* Where a connection is in its life (each half's sockets are in struct proxy_half). */
@@ -219,6 +220,9 @@ void proxy_gen_release(struct proxy_gen *gen);
 int proxy_serve(const char *config_path);
 /* A connection was freed: finishes a stop when it was the last. */
 void proxy_server_conn_gone(struct proxy_server *srv);
+/* A connection took descriptor fd: makes sure libevent's per-descriptor records up to it exist,
+ * made in blocks (see server.c). */
+void proxy_fd_reserve(struct proxy_server *srv, int fd);
 
 /* conn.c */
 void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,

@@ -1,6 +1,7 @@
 /* The server: config generations, listeners, signals, clean stop and reload. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/event_struct.h>
 #include <event2/listener.h>
 
 #include "audit/audit.h"
@@ -384,6 +386,66 @@ void proxy_server_conn_gone(struct proxy_server *srv)
 	check_stopped(srv);
 }
 
+/* libevent keeps a small record (about 40 bytes with its slot) for every descriptor number it
+ * has ever watched, for the life of the loop.  Made one at a time as a burst of connections
+ * reaches higher numbers, each would land amid that burst's connection memory and pin its page:
+ * after the burst the heap could not shrink and RSS would stay at its peak.  So egressd makes them
+ * ahead: at start for every number it may use (2 x limits.maxClients + 64, at most the descriptor
+ * limit), as nginx sizes its connection array for worker_connections; later, should a connection
+ * get a higher number (a reload raised maxClients), a block of FD_BLOCK at a time.  Each record
+ * is made by adding and deleting an event on the number: no descriptor is needed, and with the
+ * changelist the pair cancels out before any system call. */
+#define FD_BLOCK 1024
+
+static void fd_noop(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+static void fd_records(struct proxy_server *srv, int end)
+{
+	struct event ev;
+	for (int k = srv->fd_reserved; k < end; k++)
+		if (event_assign(&ev, srv->base, k, EV_READ, fd_noop, NULL) == 0 &&
+			event_add(&ev, NULL) == 0)
+			event_del(&ev);
+	if (end > srv->fd_reserved)
+		srv->fd_reserved = end;
+}
+
+void proxy_fd_reserve(struct proxy_server *srv, int fd)
+{
+	if (fd >= srv->fd_reserved)
+		fd_records(srv, (fd / FD_BLOCK + 1) * FD_BLOCK);
+}
+
+/* The start-up reservation, in blocks: after each, a non-blocking loop turn empties the
+ * changelist (a no-op entry per number), which would otherwise grow to one entry per number and
+ * keep that size.  A pending timer gives the loop something to wait for. */
+static void fd_reserve_start(struct proxy_server *srv, uint64_t max_clients)
+{
+	struct rlimit rl;
+	uint64_t want = 2 * max_clients + 64;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		want = rl.rlim_cur;
+	if (want > INT_MAX)
+		want = INT_MAX;
+	struct event *keep = evtimer_new(srv->base, fd_noop, NULL);
+	struct timeval hour = {3600, 0};
+	if (keep != NULL)
+		evtimer_add(keep, &hour);
+	while (srv->fd_reserved < (int)want) {
+		int end = srv->fd_reserved + FD_BLOCK;
+		fd_records(srv, end < (int)want ? end : (int)want);
+		if (keep != NULL)
+			event_base_loop(srv->base, EVLOOP_NONBLOCK);
+	}
+	if (keep != NULL)
+		event_free(keep);
+}
+
 /* Each client and each upstream takes a descriptor: lift the soft limit to the hard one so that
  * limits.maxClients, not a 1024-descriptor default, is what bounds egressd. */
 static void raise_fd_limit(uint64_t max_clients)
@@ -431,6 +493,8 @@ int proxy_serve(const char *config_path)
 		allow_config_free(cfg);
 		goto out;
 	}
+	raise_fd_limit(cfg->limits.max_clients);
+	fd_reserve_start(srv, cfg->limits.max_clients);
 	char err[256] = "";
 	srv->audit = audit_open(cfg->audit_path, cfg->audit_chain, err, sizeof err);
 	if (srv->audit == NULL) {
@@ -442,7 +506,6 @@ int proxy_serve(const char *config_path)
 	if (srv->gen == NULL)
 		goto out;
 	gen_link(srv, srv->gen);
-	raise_fd_limit(srv->gen->cfg->limits.max_clients);
 	http_parser_set_max_header_size((uint32_t)(srv->gen->cfg->limits.max_header_bytes + 1024));
 	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
 	for (int i = 0; i < 5; i++) {
