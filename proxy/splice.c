@@ -26,33 +26,41 @@
 
 struct pipe_pool {
 	int fds[POOL_MAX][2];
+	size_t cap[POOL_MAX];
 	size_t n;
 };
 
 static struct pipe_pool pool; /* the loop is single-threaded; one pool per process */
 
-static int pipe_get(int p[2])
+/* An empty pipe and the bytes it holds (less than PIPE_SIZE when the system's pipe limits
+ * refused the larger size). */
+static int pipe_get(int p[2], size_t *cap)
 {
 	if (pool.n > 0) {
 		pool.n--;
 		p[0] = pool.fds[pool.n][0];
 		p[1] = pool.fds[pool.n][1];
+		*cap = pool.cap[pool.n];
 		return 0;
 	}
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) == -1)
 		return -1;
-	fcntl(p[1], F_SETPIPE_SZ, PIPE_SIZE);
+	int sz = fcntl(p[1], F_SETPIPE_SZ, PIPE_SIZE);
+	if (sz == -1)
+		sz = fcntl(p[1], F_GETPIPE_SZ);
+	*cap = sz > 0 && sz < PIPE_SIZE ? (size_t)sz : PIPE_SIZE;
 	return 0;
 }
 
 /* Returns an empty pipe to the pool (or closes it); a pipe holding bytes is always closed. */
-static void pipe_put(int p[2], int empty)
+static void pipe_put(int p[2], size_t cap, int empty)
 {
 	if (p[0] == -1)
 		return;
 	if (empty && pool.n < POOL_MAX) {
 		pool.fds[pool.n][0] = p[0];
 		pool.fds[pool.n][1] = p[1];
+		pool.cap[pool.n] = cap;
 		pool.n++;
 	} else {
 		close(p[0]);
@@ -65,6 +73,7 @@ struct proxy_splice_dir {
 	struct proxy_conn *c;
 	int src, dst;          /* socket descriptors (owned by the bufferevents) */
 	int pipe[2];           /* -1 while no bytes are in flight */
+	size_t pipe_cap;       /* what that pipe holds */
 	size_t inpipe;         /* bytes in the pipe */
 	struct evbuffer *pre;  /* bytes to write before anything spliced */
 	struct event *rd, *wr; /* src readable, dst writable */
@@ -101,19 +110,22 @@ static void want(struct proxy_splice_dir *d, int rd, int wr)
 static int finish_dir(struct proxy_splice_dir *d)
 {
 	struct proxy_conn *c = d->c;
+	struct proxy_splice_dir *other = &c->relay->dir[d == &c->relay->dir[0]];
+	if (other->shut) {
+		/* Both ways are done: closing sends the FIN a shutdown would. */
+		proxy_conn_close(c, c->end != NULL ? c->end : "client-closed");
+		return -1;
+	}
 	if (!d->shut) {
 		shutdown(d->dst, SHUT_WR);
 		d->shut = 1;
 	}
-	if (c->relay->dir[0].shut && c->relay->dir[1].shut) {
-		proxy_conn_close(c, c->end != NULL ? c->end : "client-closed");
-		return -1;
-	}
 	return 0;
 }
 
-/* Moves what it can in one direction; returns -1 when the connection was closed. */
-static int pump(struct proxy_splice_dir *d)
+/* Moves what it can in one direction; returns -1 when the connection was closed.  With
+ * may_read 0 it only writes what is pending and then waits for the source to be readable. */
+static int pump(struct proxy_splice_dir *d, int may_read)
 {
 	struct proxy_conn *c = d->c;
 	while (d->pre != NULL && evbuffer_get_length(d->pre) > 0) {
@@ -132,6 +144,7 @@ static int pump(struct proxy_splice_dir *d)
 		evbuffer_free(d->pre);
 		d->pre = NULL;
 	}
+	int drained = !may_read; /* the source had nothing more when last asked */
 	for (int round = 0;; round++) {
 		while (d->inpipe > 0) {
 			ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe,
@@ -146,8 +159,8 @@ static int pump(struct proxy_splice_dir *d)
 			}
 			d->inpipe -= (size_t)n;
 		}
-		pipe_put(d->pipe, 1);
-		if (d->eof || round == READS_PER_WAKEUP)
+		pipe_put(d->pipe, d->pipe_cap, 1);
+		if (d->eof || drained || round == READS_PER_WAKEUP)
 			break;
 		size_t len = PIPE_SIZE;
 		struct proxy_session *live = proxy_session_live(c->session);
@@ -162,10 +175,12 @@ static int pump(struct proxy_splice_dir *d)
 			if (lim - used < len)
 				len = (size_t)(lim - used);
 		}
-		if (d->pipe[0] == -1 && pipe_get(d->pipe) == -1) {
+		if (d->pipe[0] == -1 && pipe_get(d->pipe, &d->pipe_cap) == -1) {
 			proxy_conn_close(c, "error");
 			return -1;
 		}
+		if (len > d->pipe_cap)
+			len = d->pipe_cap;
 		ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n == 0) {
 			d->eof = 1;
@@ -180,10 +195,13 @@ static int pump(struct proxy_splice_dir *d)
 			return -1;
 		}
 		d->inpipe = (size_t)n;
+		/* A short read emptied the socket: asking again would only return EAGAIN.  The read
+		 * event is level-triggered, so bytes arriving meanwhile are reported at once. */
+		drained = (size_t)n < len;
 		proxy_conn_touch(c);
 		proxy_count(c, d->outbound ? (uint64_t)n : 0, d->outbound ? 0 : (uint64_t)n);
 	}
-	pipe_put(d->pipe, d->inpipe == 0);
+	pipe_put(d->pipe, d->pipe_cap, d->inpipe == 0);
 	if (d->eof) {
 		want(d, 0, 0);
 		return finish_dir(d);
@@ -196,7 +214,7 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	pump(arg);
+	pump(arg, 1);
 }
 
 /* A bufferevent's output is frozen at its front (only libevent drains it); thaw it to move what
@@ -260,9 +278,11 @@ int proxy_splice_start(struct proxy_conn *c)
 	bufferevent_free(c->up.bev);
 	c->client.bev = NULL;
 	c->up.bev = NULL;
-	if (pump(&sp->dir[0]) == -1)
+	/* The sockets were just read by their bufferevents: rather than ask each again (usually
+	 * for EAGAIN), write what is pending and wait for them to be readable. */
+	if (pump(&sp->dir[0], 0) == -1)
 		return 0;
-	pump(&sp->dir[1]);
+	pump(&sp->dir[1], 0);
 	return 0;
 }
 
@@ -279,7 +299,7 @@ void proxy_splice_free(struct proxy_conn *c)
 			event_free(d->wr);
 		if (d->pre != NULL)
 			evbuffer_free(d->pre);
-		pipe_put(d->pipe, d->inpipe == 0);
+		pipe_put(d->pipe, d->pipe_cap, d->inpipe == 0);
 		if (sp->fd[i] != -1)
 			close(sp->fd[i]);
 	}
