@@ -515,6 +515,29 @@ static void reject_busy(int fd)
 #undef BUSY_BODY
 }
 
+/* A client sends its request right behind the handshake, so by the time egressd accepts, the
+ * head has usually arrived: reading it at once, rather than waiting for the loop to report the
+ * socket readable, saves a loop turn on most new connections (and costs one EAGAIN on the
+ * others).  What is read goes where the bufferevent would have put it. */
+static void read_first(struct proxy_conn *c, int fd)
+{
+	/* The bufferevent keeps its input frozen at the end (only it adds); thaw it meanwhile. */
+	struct evbuffer *in = bufferevent_get_input(c->client.bev);
+	struct evbuffer_iovec v;
+	evbuffer_unfreeze(in, 0);
+	ssize_t n = -1;
+	if (evbuffer_reserve_space(in, 4096, &v, 1) == 1) {
+		n = read(fd, v.iov_base, v.iov_len);
+		v.iov_len = n > 0 ? (size_t)n : 0;
+		evbuffer_commit_space(in, &v, n > 0);
+	}
+	evbuffer_freeze(in, 0);
+	if (n <= 0)
+		return; /* nothing yet, an end or an error: the read event reports it */
+	proxy_conn_touch(c);
+	proxy_http_client_read(c);
+}
+
 void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,
 	const struct proxy_listener *l)
 {
@@ -562,9 +585,11 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	if (srv->nconns > srv->peak_conns)
 		srv->peak_conns = srv->nconns;
 
-	/* The listener accepts with SOCK_NONBLOCK. */
+	/* The listener accepts with SOCK_NONBLOCK; on Linux the socket has TCP_NODELAY from it. */
 	proxy_fd_reserve(srv, fd);
+#ifndef __linux__
 	set_nodelay(fd);
+#endif
 	/* Callbacks run directly: libevent holds a reference across each, so one may close the
 	 * connection, and connect failures are deferred by libevent itself. */
 	c->client.bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -585,4 +610,5 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	proxy_http_init_conn(c);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);
 	bufferevent_enable(c->client.bev, EV_READ);
+	read_first(c, fd);
 }

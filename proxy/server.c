@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,10 @@ static int open_listeners(struct proxy_server *srv, const struct allow_config *c
 			return -1;
 		}
 		evconnlistener_set_error_cb(l->lev, accept_error_cb);
+		/* Accepted sockets inherit TCP_NODELAY from their listener on Linux: one call here
+		 * instead of one per connection (conn.c sets it again where that is not so). */
+		int one = 1;
+		setsockopt(evconnlistener_get_fd(l->lev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		l->addrlen = sizeof l->addr;
 		if (getsockname(evconnlistener_get_fd(l->lev), (struct sockaddr *)&l->addr,
 			    &l->addrlen) == -1) {
