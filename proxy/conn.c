@@ -120,6 +120,7 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(srv->audit));
 
 	proxy_splice_free(c);
+	proxy_body_splice_free(c);
 	if (c->client.bev != NULL)
 		bufferevent_free(c->client.bev);
 	if (c->state == PROXY_CS_HEAD)

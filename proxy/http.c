@@ -947,8 +947,26 @@ void proxy_http_upstream_read(struct proxy_conn *c)
 		break;
 	}
 	proxy_flush(c->client.bev);
+	/* A long body that goes out as it comes, once the head is out: splice the rest. */
+	if (c->resp_sent && !c->resp.msg_complete && !c->resp_chunked &&
+		evbuffer_get_length(in) == 0 &&
+		evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0) {
+		uint64_t left = c->resp_eof_framed ? UINT64_MAX : c->resp_parser.content_length;
+		if (left >= PROXY_BODY_SPLICE_MIN && proxy_body_splice_start(c, left) == 0)
+			return;
+	}
 	if (evbuffer_get_length(bufferevent_get_output(c->client.bev)) >= PROXY_HIGH_WATER)
 		bufferevent_disable(c->up.bev, EV_READ);
+}
+
+void proxy_http_body_done(struct proxy_conn *c, int eof)
+{
+	c->resp.msg_complete = 1;
+	if (eof)
+		c->up.eof = 1;
+	else
+		bufferevent_enable(c->up.bev, EV_READ); /* an idle upstream that speaks is dropped */
+	response_done(c);
 }
 
 void proxy_http_upstream_eof(struct proxy_conn *c)

@@ -158,6 +158,7 @@ struct proxy_half {
 };
 
 struct proxy_splice;
+struct proxy_body;
 
 struct proxy_conn {
 	struct proxy_server *srv;
@@ -170,6 +171,7 @@ struct proxy_conn {
 	struct proxy_half client;
 	struct proxy_half up;
 	struct proxy_splice *relay;     /* the splice relay of an established tunnel, or NULL */
+	struct proxy_body *body;        /* a response body being spliced (splice.c), or NULL */
 	char client_text[PROXY_ADDR_TEXT];
 	struct dns_addr peer;           /* the client's address, for sessions' clients lists */
 
@@ -265,6 +267,8 @@ void proxy_http_upstream_ready(struct proxy_conn *c);
 void proxy_http_upstream_read(struct proxy_conn *c);
 void proxy_http_upstream_eof(struct proxy_conn *c);
 void proxy_http_upstream_drained(struct proxy_conn *c);
+/* The spliced response body is complete (eof: it ended with the upstream's close). */
+void proxy_http_body_done(struct proxy_conn *c, int eof);
 void proxy_head_free(struct proxy_head *h);
 const char *proxy_head_get(const struct proxy_head *h, const char *name, size_t *len);
 
@@ -278,6 +282,12 @@ void proxy_peek_timeout(struct proxy_conn *c);
  * relay carries on). */
 int proxy_splice_start(struct proxy_conn *c);
 void proxy_splice_free(struct proxy_conn *c);
+/* Splices the rest of the current response body, left bytes (UINT64_MAX: until the upstream
+ * closes), upstream to client; 0 when started, -1 when the bufferevents carry on.  Ends in
+ * proxy_http_body_done, or in a close. */
+#define PROXY_BODY_SPLICE_MIN (64 * 1024)
+int proxy_body_splice_start(struct proxy_conn *c, uint64_t left);
+void proxy_body_splice_free(struct proxy_conn *c);
 
 /* pool.c: parks c's idle upstream for other connections (when it has one); takes a parked
  * upstream for key under c's generation, copying the address it dials into addr_text. */

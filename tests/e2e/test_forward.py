@@ -4,12 +4,13 @@ headers, keep-alive to the client and connection reuse upstream."""
 import hashlib
 import json
 import os
+import socket
 import time
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Conn, base_config, basic_auth, check, check_audit_log, check_eq,  # noqa
-                     pattern_sha256, run_cases, run_curl)
+                     pattern_bytes, pattern_sha256, run_cases, run_curl)
 
 HOP_BY_HOP = ["connection", "proxy-connection", "proxy-authorization", "keep-alive", "te",
               "trailer", "upgrade"]
@@ -245,6 +246,142 @@ def case_big_download(h):
     check(closes[0]["bytes_in"] >= n, "close bytes_in %r < %d" % (closes[0]["bytes_in"], n))
 
 
+def read_head_of(c):
+    """Reads a request head from a raw upstream socket."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d:
+            return None
+        buf += d
+    return buf
+
+
+def raw_response_handler(head, n, then_close=True):
+    """A RawServer handler answering one request with head and n pattern bytes, then closing."""
+    def handler(c):
+        if read_head_of(c) is None:
+            return
+        c.sendall(head)
+        sent = 0
+        while sent < n:
+            chunk = pattern_bytes(min(1 << 20, n - sent), sent)
+            c.sendall(chunk)
+            sent += len(chunk)
+        if then_close:
+            c.shutdown(socket.SHUT_WR)
+    return handler
+
+
+def case_long_body_then_keepalive(h):
+    # A body long enough to be spliced is taken to its last byte and no further: the next
+    # response on the same upstream connection parses.
+    origin, e = start(h)
+    n = 3 * 1024 * 1024 + 17
+    c = Conn(e.port)
+    try:
+        c.request("GET", "http://origin.test:%d/big?n=%d" % (origin.port, n))
+        r = c.read_response()
+        check_eq(r.status, 200, "status of the long response")
+        check_eq(len(r.body), n, "body bytes")
+        check_eq(hashlib.sha256(r.body).hexdigest(), pattern_sha256(n), "sha256 of the body")
+        c.request("GET", "http://origin.test:%d/after" % origin.port)
+        r = c.read_response()
+        check_eq(r.status, 200, "status of the request after it")
+        check_eq(r.json()["path"], "/after", "path of the request after it")
+    finally:
+        c.close()
+    check_eq(origin.connections, 1, "upstream connections the origin accepted")
+    recs = finish(e)
+    closes = [r for r in recs if r["event"] == "close"]
+    check_eq(len(closes), 1, "close records")
+    check(closes[0]["bytes_in"] >= n, "close bytes_in %r < %d" % (closes[0]["bytes_in"], n))
+
+
+def case_long_body_to_eof(h):
+    # No Content-Length: the body ends where the upstream closes, and so does the client's.
+    n = 5 * 1024 * 1024
+    srv = h.raw(raw_response_handler(b"HTTP/1.1 200 OK\r\nContent-Type: x/y\r\n\r\n", n))
+    e = h.egressd(base_config({"eof.test": ["127.0.0.1"]}))
+    out = os.path.join(h.tmp, "eof.bin")
+    r = run_curl(["-x", proxy(e), "-o", out, "http://eof.test:%d/x" % srv.port], timeout=60)
+    check(r.returncode == 0, "curl failed (%d): %s" % (r.returncode, r.stderr.decode()))
+    with open(out, "rb") as f:
+        got = f.read()
+    check_eq(len(got), n, "bytes received")
+    check_eq(hashlib.sha256(got).hexdigest(), pattern_sha256(n), "sha256 of the body")
+    recs = finish(e)
+    closes = [r for r in recs if r["event"] == "close"]
+    check_eq(len(closes), 1, "close records")
+    check_eq(closes[0]["end"], "upstream-closed", "close record end")
+    check(closes[0]["bytes_in"] >= n, "close bytes_in %r < %d" % (closes[0]["bytes_in"], n))
+
+
+def case_long_body_cut_short(h):
+    # The upstream promises 4 MiB and closes after 1 MiB: the client sees a short body and the
+    # connection end, not a hang; the close record says the upstream closed.
+    n, promised = 1024 * 1024, 4 * 1024 * 1024
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % promised
+    srv = h.raw(raw_response_handler(head, n))
+    e = h.egressd(base_config({"cut.test": ["127.0.0.1"]}))
+    c = Conn(e.port, timeout=20)
+    try:
+        c.request("GET", "http://cut.test:%d/x" % srv.port)
+        st, _, hdrs = c.read_head()
+        check_eq(st, 200, "status")
+        check_eq(dict((k.lower(), v) for k, v in hdrs).get("content-length"), str(promised),
+                 "Content-Length passed on")
+        got = len(c.read_to_eof())
+    finally:
+        c.close()
+    check_eq(got, n, "body bytes before the connection ended")
+    recs = finish(e)
+    closes = [r for r in recs if r["event"] == "close"]
+    check_eq(closes[0]["end"], "upstream-closed", "close record end")
+
+
+def case_long_body_then_stray_bytes(h):
+    # An upstream that sends bytes after a long body (an answer to nothing) must not have them
+    # reach the client as the answer to its next request: the body is taken to its length, and
+    # an idle upstream that speaks is dropped.
+    n = 2 * 1024 * 1024
+    state = {"conns": 0}
+
+    def handler(c):
+        state["conns"] += 1
+        first = state["conns"] == 1
+        if read_head_of(c) is None:
+            return
+        if not first:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            c.recv(1)
+            return
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+        sent = 0
+        while sent < n:
+            chunk = pattern_bytes(min(1 << 20, n - sent), sent)
+            c.sendall(chunk)
+            sent += len(chunk)
+        c.sendall(b"HTTP/1.1 299 Stray\r\nContent-Length: 5\r\n\r\nstray")
+        c.recv(1)
+
+    srv = h.raw(handler)
+    e = h.egressd(base_config({"stray.test": ["127.0.0.1"]}))
+    c = Conn(e.port, timeout=20)
+    try:
+        c.request("GET", "http://stray.test:%d/one" % srv.port)
+        r = c.read_response()
+        check_eq(r.status, 200, "status of the long response")
+        check_eq(hashlib.sha256(r.body).hexdigest(), pattern_sha256(n), "sha256 of the body")
+        time.sleep(0.2)
+        c.request("GET", "http://stray.test:%d/two" % srv.port)
+        r = c.read_response()
+        check_eq((r.status, r.body), (200, b"hello"), "the answer to the second request")
+    finally:
+        c.close()
+    finish(e)
+
+
 if __name__ == "__main__":
     run_cases("forward", [
         ("GET through the proxy: origin-form, Host, request record", case_get),
@@ -257,4 +394,8 @@ if __name__ == "__main__":
         ("three client connections, one parked upstream", case_upstream_pool_across_clients),
         ("HEAD then GET on one connection", case_head_then_get),
         ("16 MiB download", case_big_download),
+        ("a long body, then the next request on the same upstream", case_long_body_then_keepalive),
+        ("a long body ended by the upstream's close", case_long_body_to_eof),
+        ("a long body cut short by the upstream", case_long_body_cut_short),
+        ("stray bytes after a long body do not reach the client", case_long_body_then_stray_bytes),
     ])

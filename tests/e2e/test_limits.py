@@ -96,6 +96,30 @@ def case_limit_bytes_in_tunnel(h):
     check(cl["bytes_in"] <= 2 * 1024 * 1024, "close bytes_in %r far over the limit" % cl)
 
 
+def case_limit_bytes_in_download(h):
+    # A plain-HTTP download counts like a tunnel, also while its body is spliced.
+    n = 8 * 1024 * 1024
+    origin = h.origin()
+    e = h.egressd(base_config(HOSTS, session_limits={"maxBytesIn": "1MiB"}))
+    c = Conn(e.port, timeout=10)
+    got = 0
+    try:
+        c.request("GET", "http://origin.test:%d/big?n=%d" % (origin.port, n))
+        st, _, _ = c.read_head()
+        check_eq(st, 200, "status")
+        got = len(c.read_to_eof())
+    except ConnectionResetError:
+        pass
+    finally:
+        c.close()
+    print("     client received %d body bytes with maxBytesIn 1MiB" % got)
+    check(got < n, "the whole %d bytes arrived despite maxBytesIn 1MiB" % n)
+    check(got <= 2 * 1024 * 1024, "%d bytes arrived, far over maxBytesIn 1MiB" % got)
+    _, cl = stop_and_close_record(e)
+    check_eq(cl["end"], "limit-bytes", "close record end")
+    check(cl["bytes_in"] <= 1024 * 1024, "close bytes_in %r over the 1MiB limit" % cl)
+
+
 def case_limit_bytes_out_tunnel(h):
     srv = h.raw(echo_handler)
     e = h.egressd(base_config(HOSTS, session_limits={"maxBytesOut": "256KiB"}))
@@ -151,6 +175,7 @@ if __name__ == "__main__":
         ("headerTimeout closes an unfinished head: end header-timeout", case_header_timeout),
         ("idleTimeout closes an idle tunnel: end idle-timeout", case_idle_tunnel_timeout),
         ("maxBytesIn ends a tunnel: end limit-bytes", case_limit_bytes_in_tunnel),
+        ("maxBytesIn ends a plain download: end limit-bytes", case_limit_bytes_in_download),
         ("maxBytesOut ends a tunnel: end limit-bytes", case_limit_bytes_out_tunnel),
         ("client's Connection: close is honoured", case_client_connection_close),
     ])
