@@ -1907,9 +1907,17 @@ static int parse_pipeline(struct parser *P)
 			return -1;
 		if (t->kind != T_PIPE && t->kind != T_PIPE_AMP)
 			return 0;
+		int amp = t->kind == T_PIPE_AMP;
 		consume(P);
-		if (skip_newlines(P) == -1)
+		if (peek(P, &t) == -1)
 			return -1;
+		int newline = t->kind == T_NL;
+		if (skip_newlines(P) == -1 || peek(P, &t) == -1)
+			return -1;
+		/* bash takes `x |& time y` and `x |` newline `time y`, but not `x |&` newline
+		 * `time y` (fuzz finding) */
+		if (amp && newline && is_word(t, "time"))
+			return unexpected(P, t);
 	}
 }
 

@@ -372,6 +372,7 @@ c("for ((i=0<i++)); do git push; done", "deny", "an arithmetic for needs exactly
 c("for ((;;)); do git push; done", "git:push", "an arithmetic for with empty expressions")
 c("coproc coproc git push", "deny", "a coproc of a coproc (fuzz finding)")
 c("coproc git push", "git:push", "a coproc runs its command")
+c("x |& time git push", "git:push", "time after |& on the same line times the command")
 c("for ((i=0; i<3; i++)); do git fetch; done", "git:fetch", "an arithmetic for")
 c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
