@@ -29,9 +29,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TARGETS = ["DIRECT", "egressd", "tinyproxy", "squid"]
-PROXIES = ["egressd", "tinyproxy", "squid"]
-LABEL = {"DIRECT": "DIRECT", "egressd": "egressd", "tinyproxy": "tinyproxy", "squid": "Squid"}
+TARGETS = ["DIRECT", "RELAY", "egressd", "tinyproxy", "squid"]
+PROXIES = ["RELAY", "egressd", "tinyproxy", "squid"]
+LABEL = {"DIRECT": "DIRECT", "RELAY": "floor relay", "egressd": "egressd",
+         "tinyproxy": "tinyproxy", "squid": "Squid"}
+# RELAY (bench/relay.c) is the floor for a CONNECT proxy here: CONNECT line, 200, splice, and
+# nothing else.  It takes part in the CONNECT figures only and has no allowlist to probe.
+CONNECT_ONLY = {"RELAY"}
+RELAY_EXE = None  # built by build_helpers beside benchclient
 ORIGIN = "origin.test"
 # A name every resolver here answers (127.0.0.1, where nginx listens) but no allowlist admits:
 # a proxy that forwards it has an allowlist that is not equivalent to the others'.
@@ -246,6 +251,10 @@ def build_helpers(build_dir):
                              "-lcrypto"], 120)
     if r.returncode != 0:
         raise SystemExit("bench: benchclient did not compile: " + error_lines(r.stderr))
+    relay = os.path.join(out, "relay")
+    r = run([cc] + CFLAGS + ["-o", relay, os.path.join(HERE, "relay.c")], 120)
+    if r.returncode != 0:
+        raise SystemExit("bench: relay did not compile: " + error_lines(r.stderr))
     # decide_bench links the allowlist library of the same build as the egressd it measures.
     r = run(["cmake", "--build", build_dir, "--target", "egressd_allowlist", "-j2"], 600)
     lib = os.path.join(build_dir, "libegressd_allowlist.a")
@@ -396,6 +405,25 @@ def start_squid(d, ports):
     return p, port
 
 
+def start_relay(d):
+    logpath = os.path.join(d, "relay.log")
+    with open(logpath, "wb") as logf:
+        p = PROCS.start("relay", [RELAY_EXE, "0"], stdout=logf,
+                        stderr=logf)
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        with open(logpath, errors="replace") as f:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+        if m:
+            port = int(m.group(1))
+            wait_port(port, p, 5, logpath)
+            return p, port
+        if p.poll() is not None:
+            raise RuntimeError("exited with status %s: %s" % (p.returncode, read_tail(logpath)))
+        time.sleep(0.05)
+    raise RuntimeError("printed no 'listening on' line in 10 s: " + read_tail(logpath))
+
+
 def starter(target, d, ports, egressd_exe):
     """A function that starts `target` with its config in d and returns (Popen, port, origin
     name), to start it the first time and again before each idle-tunnel figure."""
@@ -406,6 +434,10 @@ def starter(target, d, ports, egressd_exe):
     elif target == "tinyproxy":
         def start():
             return start_tinyproxy(d, ports)
+    elif target == "RELAY":
+        def start():
+            p, port = start_relay(d)
+            return p, port, ORIGIN
     else:
         def start():
             p, port = start_squid(d, ports)
@@ -584,6 +616,8 @@ class Bench:
         for fig, via, port, tls in (("bulk_forward", "forward", self.ports["http"], False),
                                     ("bulk_connect", "connect", self.ports["http"], False),
                                     ("bulk_tls", "connect", self.ports["tls"], True)):
+            if via == "forward" and target in CONNECT_ONLY:
+                continue
             total_b, total_s = 0, 0.0
             for _ in range(self.m["gets"]):
                 try:
@@ -724,9 +758,10 @@ class Bench:
 
     def run(self, budget, figures):
         live = [t for t in TARGETS if t in self.targets]
-        steps = [("wrk", self.fig_wrk, live), ("bulk", self.fig_bulk, live),
-                 ("fetch", self.fig_fetch, live),
-                 ("idle", self.fig_idle, [t for t in live if t != "DIRECT"])]
+        steps = [("wrk", self.fig_wrk, [t for t in live if t not in CONNECT_ONLY]),
+                 ("bulk", self.fig_bulk, live), ("fetch", self.fig_fetch, live),
+                 ("idle", self.fig_idle, [t for t in live if t != "DIRECT" and
+                                          t not in CONNECT_ONLY])]
         steps = [st for st in steps if st[0] in figures]
         for rep in range(self.m["reps"]):
             # Rotating the order spreads any drift in the machine's load over every target.
@@ -814,7 +849,8 @@ def ratio(a, b):
 def make_table(bench, notes):
     res = bench.results
     head = ["figure"] + [LABEL[t] for t in TARGETS] + [
-        "egressd/DIRECT", "egressd/tinyproxy", "egressd/Squid", "egressd target", "met"]
+        "egressd/DIRECT", "egressd/floor", "egressd/tinyproxy", "egressd/Squid",
+        "egressd target", "met"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, label, _higher, fmt, target in ROWS:
         row = [label]
@@ -835,6 +871,8 @@ def make_table(bench, notes):
             row.append("—")
         else:
             row.append(ratio(e, res.get(key, {}).get("DIRECT", [])))
+        row.append(ratio(e, res.get(key, {}).get("RELAY", [])) if res.get(key, {}).get("RELAY")
+                   and key != "fetch_added" else "—")
         if key.startswith(("decide", "rss_after_pct", "fetch_added")):
             row += ["—", "—"]
         else:
@@ -919,6 +957,8 @@ def main():
                                                                   args.skip_build, notes)
         # decide_bench links the allowlist library of the build that made egressd.
         client, decide, decide_why = build_helpers(egressd_dir or args.build_dir)
+        global RELAY_EXE
+        RELAY_EXE = os.path.join(os.path.dirname(client), "relay")
 
         ports = {"http": free_port(), "tls": free_port()}
         make_origin_files(tmp)
@@ -939,7 +979,7 @@ def main():
                 else:
                     if t == "egressd" and egressd_exe is None:
                         raise RuntimeError(egressd_why)
-                    for pkg in {"egressd": [], "tinyproxy": ["tinyproxy", "util-linux"],
+                    for pkg in {"egressd": [], "RELAY": [], "tinyproxy": ["tinyproxy", "util-linux"],
                                 "squid": ["squid"]}[t]:
                         if pkg in missing:
                             raise RuntimeError(missing[pkg])
@@ -949,7 +989,7 @@ def main():
                     if host != ORIGIN:
                         notes.append("tinyproxy ran without a private /etc/hosts (unshare -m "
                                      "failed), so its allowlist and clients use 'localhost'.")
-                if t != "DIRECT":
+                if t != "DIRECT" and t not in CONNECT_ONLY:
                     why = bench.probe(t)
                     if why:
                         raise RuntimeError(why)

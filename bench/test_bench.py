@@ -176,6 +176,25 @@ class BenchClientTest(unittest.TestCase):
         finally:
             proxy.close()
 
+    def test_floor_relay_tunnels_both_ways(self):
+        relay = os.path.join(self.tmp, "relay")
+        subprocess.run([os.environ.get("CC", "cc")] + bench.CFLAGS +
+                       ["-o", relay, os.path.join(HERE, "relay.c")], check=True)
+        p = subprocess.Popen([relay, "0"], stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(p.stdout.readline().rsplit(":", 1)[1])
+            base = ["--connect", "127.0.0.1:%d" % port, "--via", "connect", "--host",
+                    "origin.test", "--port", str(self.port)]
+            rc, out, err = self.run_client("fetch", "--path", "/1k", "--count", "5", *base)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out[0]["n"], 5)
+            rc, out, err = self.run_client("get", "--path", "/1m", *base)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out[0]["bytes"], 1 << 20)
+        finally:
+            p.kill()
+            p.wait()
+
     def test_a_body_cut_short_is_an_error(self):
         proxy = StubProxy(self.port, cut=4096)
         try:
@@ -251,15 +270,23 @@ class TableTest(unittest.TestCase):
     def test_targets_are_judged_against_direct_and_limits(self):
         b = self.fake({"rps64": {"DIRECT": [1000, 1000, 1000], "egressd": [600, 400, 700],
                                  "squid": [200, 240, 260]},
+                       "bulk_connect": {"DIRECT": [100, 100, 100], "RELAY": [50, 40, 60],
+                                        "egressd": [45, 45, 45]},
                        "fetch_added": {"egressd": [0.5, 0.4, 0.45]},
                        "kib_per_tunnel": {"egressd": [3.0, 3.5, 5.0]}},
                       na={"tinyproxy": "not selected"})
         t = bench.make_table(b, ["a note"])
         r = self.row(t, "1 KiB keep-alive, 64 conns: req/s")
-        self.assertEqual(r[1:5], ["1000 [1000–1000]", "600 [400–700]", "n/a", "240 [200–260]"])
-        self.assertEqual(r[5], "0.60")         # egressd/DIRECT
-        self.assertEqual(r[7], "2.50")         # egressd/Squid
+        # DIRECT, floor relay (not measured for this figure), egressd, tinyproxy, Squid
+        self.assertEqual(r[1:6], ["1000 [1000–1000]", "—", "600 [400–700]", "n/a",
+                                  "240 [200–260]"])
+        self.assertEqual(r[6], "0.60")         # egressd/DIRECT
+        self.assertEqual(r[7], "—")            # egressd/floor
+        self.assertEqual(r[9], "2.50")         # egressd/Squid
         self.assertEqual(r[-1], "yes")         # 0.60 >= 0.50
+        r = self.row(t, "64 MiB raw CONNECT: MiB/s")
+        self.assertEqual(r[6:8], ["0.45", "0.90"])  # egressd/DIRECT, egressd/floor
+        self.assertEqual(r[-1], "no")
         self.assertEqual(self.row(t, "new CONNECT+TLS fetch: added over DIRECT, ms")[-1], "no")
         self.assertEqual(self.row(t, "idle tunnels: KiB per tunnel")[-1], "yes")  # median 3.5
         self.assertIn("- a note", t)
