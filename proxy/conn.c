@@ -229,6 +229,15 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 		proxy_relay_event(c, &c->client, what);
 		return;
 	}
+	/* A client may half-close once its request is sent (HTTP/1.1 allows it; nc and scripts do
+	 * it): the answer still goes back, then the connection closes.  Only a plain request that
+	 * is past its head; a body cut short by the close still ends the connection. */
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->is_connect &&
+		(c->state == PROXY_CS_RESOLVING || c->state == PROXY_CS_CONNECTING ||
+			(c->state == PROXY_CS_FORWARD && c->req.msg_complete))) {
+		c->client.eof = 1;
+		return;
+	}
 	if (what & BEV_EVENT_ERROR)
 		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "error");
 	else

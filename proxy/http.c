@@ -812,6 +812,11 @@ void proxy_http_client_read(struct proxy_conn *c)
 		body_error(c);
 		return;
 	}
+	if (c->client.eof && !c->req.msg_complete) {
+		/* The client half-closed before its body was complete. */
+		proxy_conn_close(c, "client-closed");
+		return;
+	}
 	if (c->up.bev == NULL)
 		return;
 	proxy_flush(c->up.bev);
@@ -883,7 +888,8 @@ static void response_done(struct proxy_conn *c)
 		free(c->up_key);
 		c->up_key = NULL;
 	}
-	if (!c->req_keepalive || c->resp_eof_framed || c->srv->stopping || !c->req.msg_complete) {
+	if (!c->req_keepalive || c->resp_eof_framed || c->srv->stopping || !c->req.msg_complete ||
+		c->client.eof) {
 		proxy_conn_finish(c, c->resp_eof_framed ? "upstream-closed" : "client-closed");
 		return;
 	}

@@ -382,6 +382,48 @@ def case_long_body_then_stray_bytes(h):
     finish(e)
 
 
+def case_half_closed_client_gets_its_answer(h):
+    # A client that shuts down its sending side right after its request (nc -N, scripts) still
+    # gets the whole answer, allowed or denied; a body its close cuts short gets nothing sent on.
+    origin = h.origin()
+    e = h.egressd(base_config({"origin.test": ["127.0.0.1"]},
+                              session_bound={"allowDomains": ["origin.test:*"],
+                                             "enforce": "sandbox"}))
+    c = Conn(e.port)
+    try:
+        c.request("GET", "http://origin.test:%d/half" % origin.port)
+        c.sock.shutdown(socket.SHUT_WR)
+        r = c.read_response()
+        check_eq(r.status, 200, "status after the client's half-close")
+        check_eq(r.json()["path"], "/half", "path the origin saw")
+        check(c.at_eof(3), "egressd kept the connection open after answering a half-closed client")
+    finally:
+        c.close()
+    c = Conn(e.port)
+    try:
+        c.request("GET", "http://elsewhere.invalid/x")
+        c.sock.shutdown(socket.SHUT_WR)
+        r = c.read_response()
+        check_eq(r.status, 403, "status of a denial after the client's half-close")
+        check_eq(r.header("X-Egressd-Reason"), "host-not-allowed", "denial reason")
+    finally:
+        c.close()
+    c = Conn(e.port)
+    try:
+        c.send(b"POST http://origin.test:%d/cut HTTP/1.1\r\nHost: origin.test:%d\r\n"
+               b"Content-Length: 100\r\n\r\nonly-part" % (origin.port, origin.port))
+        c.sock.shutdown(socket.SHUT_WR)
+        check(c.at_eof(5), "a request whose body the half-close cut short was not ended "
+              "at once, or got an answer")
+    finally:
+        c.close()
+    recs = finish(e)
+    check_eq([r.get("decision") for r in recs if r["event"] == "request"],
+             ["allow", "deny", "allow"], "request records")
+    cut = [r for r in recs if r["event"] == "close"][-1]
+    check_eq(cut["end"], "client-closed", "close record of the cut-short body")
+
+
 if __name__ == "__main__":
     run_cases("forward", [
         ("GET through the proxy: origin-form, Host, request record", case_get),
@@ -398,4 +440,5 @@ if __name__ == "__main__":
         ("a long body ended by the upstream's close", case_long_body_to_eof),
         ("a long body cut short by the upstream", case_long_body_cut_short),
         ("stray bytes after a long body do not reach the client", case_long_body_then_stray_bytes),
+        ("a half-closed client gets its answer", case_half_closed_client_gets_its_answer),
     ])
