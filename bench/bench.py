@@ -343,11 +343,8 @@ def start_nginx(d, ports):
     return p
 
 
-def start_egressd(d, exe):
-    conf = render("egressd.yaml.in", os.path.join(d, "egressd.yaml"), dir=d)
-    logpath = os.path.join(d, "egressd.log")
-    with open(logpath, "wb") as logf:
-        p = PROCS.start("egressd", [exe, "serve", "-c", conf], stdout=logf, stderr=logf)
+def wait_listening(p, logpath):
+    """Waits for a started process to print "listening on 127.0.0.1:PORT"; returns PORT."""
     end = time.monotonic() + 10
     while time.monotonic() < end:
         with open(logpath, errors="replace") as f:
@@ -355,11 +352,19 @@ def start_egressd(d, exe):
         if m:
             port = int(m.group(1))
             wait_port(port, p, 5, logpath)
-            return p, port
+            return port
         if p.poll() is not None:
             raise RuntimeError("exited with status %s: %s" % (p.returncode, read_tail(logpath)))
         time.sleep(0.05)
     raise RuntimeError("printed no 'listening on' line in 10 s: " + read_tail(logpath))
+
+
+def start_egressd(d, exe):
+    conf = render("egressd.yaml.in", os.path.join(d, "egressd.yaml"), dir=d)
+    logpath = os.path.join(d, "egressd.log")
+    with open(logpath, "wb") as logf:
+        p = PROCS.start("egressd", [exe, "serve", "-c", conf], stdout=logf, stderr=logf)
+    return p, wait_listening(p, logpath)
 
 
 def start_tinyproxy(d, ports):
@@ -408,20 +413,8 @@ def start_squid(d, ports):
 def start_relay(d):
     logpath = os.path.join(d, "relay.log")
     with open(logpath, "wb") as logf:
-        p = PROCS.start("relay", [RELAY_EXE, "0"], stdout=logf,
-                        stderr=logf)
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        with open(logpath, errors="replace") as f:
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-        if m:
-            port = int(m.group(1))
-            wait_port(port, p, 5, logpath)
-            return p, port
-        if p.poll() is not None:
-            raise RuntimeError("exited with status %s: %s" % (p.returncode, read_tail(logpath)))
-        time.sleep(0.05)
-    raise RuntimeError("printed no 'listening on' line in 10 s: " + read_tail(logpath))
+        p = PROCS.start("relay", [RELAY_EXE, "0"], stdout=logf, stderr=logf)
+    return p, wait_listening(p, logpath)
 
 
 def starter(target, d, ports, egressd_exe):

@@ -83,6 +83,39 @@ static void pipe_put(int p[2], size_t cap, int empty)
 	p[0] = p[1] = -1;
 }
 
+/* A source's read event and a destination's write event, and which of them are added. */
+struct ev_pair {
+	struct event *rd, *wr;
+	int rd_on, wr_on;
+};
+
+static void want(struct ev_pair *e, int rd, int wr)
+{
+	if (rd != e->rd_on) {
+		if (rd)
+			event_add(e->rd, NULL);
+		else
+			event_del(e->rd);
+		e->rd_on = rd;
+	}
+	if (wr != e->wr_on) {
+		if (wr)
+			event_add(e->wr, NULL);
+		else
+			event_del(e->wr);
+		e->wr_on = wr;
+	}
+}
+
+static void ev_pair_free(struct ev_pair *e)
+{
+	if (e->rd != NULL)
+		event_free(e->rd);
+	if (e->wr != NULL)
+		event_free(e->wr);
+	e->rd = e->wr = NULL;
+}
+
 struct proxy_splice_dir {
 	struct proxy_conn *c;
 	int src, dst;          /* socket descriptors (owned by the bufferevents) */
@@ -90,35 +123,16 @@ struct proxy_splice_dir {
 	size_t pipe_cap;       /* what that pipe holds */
 	size_t inpipe;         /* bytes in the pipe */
 	struct evbuffer *pre;  /* bytes to write before anything spliced */
-	struct event *rd, *wr; /* src readable, dst writable */
+	struct ev_pair ev;     /* src readable, dst writable */
 	int outbound;          /* client to upstream */
 	int eof;               /* src ended */
 	int shut;              /* dst's write side shut down */
-	int rd_on, wr_on;      /* which events are added */
 };
 
 struct proxy_splice {
 	struct proxy_splice_dir dir[2]; /* [0] client -> upstream, [1] upstream -> client */
 	int fd[2];                      /* client and upstream sockets, owned once taken over */
 };
-
-static void want(struct proxy_splice_dir *d, int rd, int wr)
-{
-	if (rd != d->rd_on) {
-		if (rd)
-			event_add(d->rd, NULL);
-		else
-			event_del(d->rd);
-		d->rd_on = rd;
-	}
-	if (wr != d->wr_on) {
-		if (wr)
-			event_add(d->wr, NULL);
-		else
-			event_del(d->wr);
-		d->wr_on = wr;
-	}
-}
 
 /* -1: the connection was closed. */
 static int finish_dir(struct proxy_splice_dir *d)
@@ -161,7 +175,7 @@ static int pump(struct proxy_splice_dir *d, int may_read)
 		int n = evbuffer_write(d->pre, d->dst);
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR) {
-				want(d, 0, 1);
+				want(&d->ev, 0, 1);
 				return 0;
 			}
 			proxy_conn_close(c, "error");
@@ -180,7 +194,7 @@ static int pump(struct proxy_splice_dir *d, int may_read)
 				SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n == -1) {
 				if (errno == EAGAIN || errno == EINTR) {
-					want(d, 0, 1);
+					want(&d->ev, 0, 1);
 					return 0;
 				}
 				proxy_conn_close(c, "error");
@@ -224,10 +238,10 @@ static int pump(struct proxy_splice_dir *d, int may_read)
 	}
 	pipe_put(d->pipe, d->pipe_cap, d->inpipe == 0);
 	if (d->eof) {
-		want(d, 0, 0);
+		want(&d->ev, 0, 0);
 		return finish_dir(d);
 	}
-	want(d, 1, 0);
+	want(&d->ev, 1, 0);
 	return 0;
 }
 
@@ -264,9 +278,9 @@ int proxy_splice_start(struct proxy_conn *c)
 		d->dst = i == 0 ? ufd : cfd;
 		d->pipe[0] = d->pipe[1] = -1;
 		d->pre = evbuffer_new();
-		d->rd = event_new(c->srv->base, d->src, EV_READ | EV_PERSIST, on_event, d);
-		d->wr = event_new(c->srv->base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
-		if (d->pre == NULL || d->rd == NULL || d->wr == NULL) {
+		d->ev.rd = event_new(c->srv->base, d->src, EV_READ | EV_PERSIST, on_event, d);
+		d->ev.wr = event_new(c->srv->base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
+		if (d->pre == NULL || d->ev.rd == NULL || d->ev.wr == NULL) {
 			c->relay = sp;
 			proxy_splice_free(c);
 			return -1;
@@ -314,10 +328,7 @@ void proxy_splice_free(struct proxy_conn *c)
 		return;
 	for (int i = 0; i < 2; i++) {
 		struct proxy_splice_dir *d = &sp->dir[i];
-		if (d->rd != NULL)
-			event_free(d->rd);
-		if (d->wr != NULL)
-			event_free(d->wr);
+		ev_pair_free(&d->ev);
 		if (d->pre != NULL)
 			evbuffer_free(d->pre);
 		pipe_put(d->pipe, d->pipe_cap, d->inpipe == 0);
@@ -341,27 +352,8 @@ struct proxy_body {
 	int pipe[2];
 	size_t pipe_cap, inpipe;
 	uint64_t left;          /* body bytes still to read; UINT64_MAX: until the upstream closes */
-	struct event *rd, *wr;  /* upstream readable, client writable */
-	int rd_on, wr_on;
+	struct ev_pair ev;      /* upstream readable, client writable */
 };
-
-static void body_want(struct proxy_body *b, int rd, int wr)
-{
-	if (rd != b->rd_on) {
-		if (rd)
-			event_add(b->rd, NULL);
-		else
-			event_del(b->rd);
-		b->rd_on = rd;
-	}
-	if (wr != b->wr_on) {
-		if (wr)
-			event_add(b->wr, NULL);
-		else
-			event_del(b->wr);
-		b->wr_on = wr;
-	}
-}
 
 static const char *write_end(int err)
 {
@@ -378,7 +370,7 @@ static void body_pump(struct proxy_conn *c)
 				SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n == -1) {
 				if (errno == EAGAIN || errno == EINTR) {
-					body_want(b, 0, 1);
+					want(&b->ev, 0, 1);
 					return;
 				}
 				proxy_conn_close(c, write_end(errno));
@@ -433,7 +425,7 @@ static void body_pump(struct proxy_conn *c)
 		proxy_count(c, 0, (uint64_t)n);
 	}
 	pipe_put(b->pipe, b->pipe_cap, b->inpipe == 0);
-	body_want(b, 1, 0);
+	want(&b->ev, 1, 0);
 }
 
 static void on_body_event(evutil_socket_t fd, short what, void *arg)
@@ -452,16 +444,16 @@ int proxy_body_splice_start(struct proxy_conn *c, uint64_t left)
 	b->dst = (int)bufferevent_getfd(c->client.bev);
 	b->pipe[0] = b->pipe[1] = -1;
 	b->left = left;
-	b->rd = event_new(c->srv->base, b->src, EV_READ | EV_PERSIST, on_body_event, c);
-	b->wr = event_new(c->srv->base, b->dst, EV_WRITE | EV_PERSIST, on_body_event, c);
+	b->ev.rd = event_new(c->srv->base, b->src, EV_READ | EV_PERSIST, on_body_event, c);
+	b->ev.wr = event_new(c->srv->base, b->dst, EV_WRITE | EV_PERSIST, on_body_event, c);
 	c->body = b;
-	if (b->rd == NULL || b->wr == NULL) {
+	if (b->ev.rd == NULL || b->ev.wr == NULL) {
 		proxy_body_splice_free(c);
 		return -1;
 	}
 	bufferevent_disable(c->up.bev, EV_READ);
 	/* The upstream's bufferevent has just read what was there. */
-	body_want(b, 1, 0);
+	want(&b->ev, 1, 0);
 	return 0;
 }
 
@@ -470,10 +462,7 @@ void proxy_body_splice_free(struct proxy_conn *c)
 	struct proxy_body *b = c->body;
 	if (b == NULL)
 		return;
-	if (b->rd != NULL)
-		event_free(b->rd);
-	if (b->wr != NULL)
-		event_free(b->wr);
+	ev_pair_free(&b->ev);
 	pipe_put(b->pipe, b->pipe_cap, b->inpipe == 0);
 	free(b);
 	c->body = NULL;
