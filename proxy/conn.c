@@ -238,6 +238,13 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 		c->client.eof = 1;
 		return;
 	}
+	/* Likewise, a last answer still being written goes out in full (client_write_cb closes
+	 * once it has; the CLOSING timer bounds the wait). */
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && c->state == PROXY_CS_CLOSING &&
+		evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
+		c->client.eof = 1;
+		return;
+	}
 	if (what & BEV_EVENT_ERROR)
 		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "error");
 	else

@@ -424,6 +424,41 @@ def case_half_closed_client_gets_its_answer(h):
     check_eq(cut["end"], "client-closed", "close record of the cut-short body")
 
 
+def case_half_closed_slow_client_gets_a_long_answer(h):
+    # A chunked answer (relayed through egressd's buffers, not spliced) to a client that
+    # half-closed and reads slowly: all of it arrives before egressd closes.
+    n = 4 * 1024 * 1024
+
+    def handler(c):
+        if read_head_of(c) is None:
+            return
+        c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        sent = 0
+        while sent < n:
+            chunk = pattern_bytes(min(1 << 20, n - sent), sent)
+            c.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            sent += len(chunk)
+        c.sendall(b"0\r\n\r\n")
+        c.recv(1)
+
+    srv = h.raw(handler)
+    e = h.egressd(base_config({"chunky.test": ["127.0.0.1"]}))
+    c = Conn(e.port, timeout=20)
+    try:
+        c.request("GET", "http://chunky.test:%d/x" % srv.port)
+        c.sock.shutdown(socket.SHUT_WR)
+        time.sleep(1.0)  # egressd has the whole answer and the client's end by now
+        r = c.read_response()
+        check_eq(r.status, 200, "status")
+        check_eq(len(r.body), n, "body bytes a slow, half-closed client received")
+        check_eq(hashlib.sha256(r.body).hexdigest(), pattern_sha256(n), "sha256 of the body")
+    finally:
+        c.close()
+    recs = finish(e)
+    closes = [r for r in recs if r["event"] == "close"]
+    check_eq(len(closes), 1, "close records")
+
+
 if __name__ == "__main__":
     run_cases("forward", [
         ("GET through the proxy: origin-form, Host, request record", case_get),
@@ -441,4 +476,6 @@ if __name__ == "__main__":
         ("a long body cut short by the upstream", case_long_body_cut_short),
         ("stray bytes after a long body do not reach the client", case_long_body_then_stray_bytes),
         ("a half-closed client gets its answer", case_half_closed_client_gets_its_answer),
+        ("a half-closed, slow client gets a long answer in full",
+         case_half_closed_slow_client_gets_a_long_answer),
     ])
