@@ -73,6 +73,7 @@ struct parser {
 	int redir_target;      /* the next word is a redirection target */
 	int assign_saved;      /* assign_ok before that redirection */
 	int assign_args;       /* the command is declare-like: its arguments are assignments */
+	int coproc_first;      /* the next word is the first after `coproc` */
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 };
 
@@ -1237,11 +1238,21 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 		P->assign_ok = P->assign_saved;
 		return;
 	}
+	int coproc_first = P->coproc_first;
+	P->coproc_first = 0;
 	int opener = 0;
 	if (!(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)))
 		for (size_t i = 0; openers[i] != NULL; i++)
 			if (strcmp(t->w.s, openers[i]) == 0)
 				opener = 1;
+	/* A command starts after `coproc`, and bash reads the word after that first one as a
+	 * command start too (the first may be the coprocess's NAME): `coproc a[b c]=1 git push`
+	 * runs git push, and `coproc x a[b` is a syntax error to bash (fuzz finding). */
+	if (P->assign_ok && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
+		strcmp(t->w.s, "coproc") == 0) {
+		opener = 1;
+		P->coproc_first = 1;
+	}
 	/* after declare-like builtins every argument may be an assignment (NAME=(...) too) */
 	static const char *const assigners[] = {
 	        "declare", "typeset", "local", "export", "readonly", NULL};
@@ -1250,6 +1261,8 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 			if (strcmp(t->w.s, assigners[i]) == 0)
 				P->assign_args = 1;
 	P->assign_ok = opener || P->assign_args || (P->assign_ok && is_assignment(&t->w));
+	if (coproc_first && !is_assignment(&t->w))
+		P->assign_ok = 1;
 }
 
 static int peek(struct parser *P, struct token **t)

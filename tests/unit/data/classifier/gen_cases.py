@@ -373,6 +373,9 @@ c("for ((;;)); do git push; done", "git:push", "an arithmetic for with empty exp
 c("coproc coproc git push", "deny", "a coproc of a coproc (fuzz finding)")
 c("coproc git push", "git:push", "a coproc runs its command")
 c("x |& time git push", "git:push", "time after |& on the same line times the command")
+c("coproc a[b c]=1 git push", "git:push", "an assignment with a spaced subscript after coproc (fuzz finding)")
+c("coproc x a[b", "deny", "bash reads the word after coproc's first as a command start (fuzz finding)")
+c("coproc x a[b c]; git push", "git:push", "a spaced subscript as the second word after coproc is one word")
 c("for ((i=0; i<3; i++)); do git fetch; done", "git:fetch", "an arithmetic for")
 c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
