@@ -130,7 +130,7 @@ static void dial_form(const struct dns_addr *a, struct dns_addr *out)
 
 /* The listener a dial to a:dest.port would reach, or NULL.  0.0.0.0 and :: dial this host, so
  * they reach every listener on that port; a wildcard listener is reached by any loopback
- * address. */
+ * address and by every address of this host's interfaces. */
 static const struct proxy_listener *own_listener(const struct proxy_conn *c, const struct dns_addr *a)
 {
 	struct dns_addr d;
@@ -159,7 +159,7 @@ static const struct proxy_listener *own_listener(const struct proxy_conn *c, con
 		if (lport != c->dest.port)
 			continue;
 		int lany = memcmp(laddr, zero, alen) == 0;
-		if (any || (lany && loopback) ||
+		if (any || (lany && (loopback || proxy_is_own_addr(c->srv, &d))) ||
 			(lfamily == d.family && memcmp(laddr, d.addr, alen) == 0))
 			return l;
 	}

@@ -109,6 +109,9 @@ struct proxy_server {
 	int stopping;                   /* no longer accepting */
 	int exit_code;
 	int fd_reserved;                /* libevent has its records for descriptors below this */
+	struct dns_addr *own_addrs;     /* this host's interface addresses, when a listener is a
+	                                   wildcard (they all reach it); read at start and reload */
+	size_t nown_addrs;
 };
 
 /* Where a connection is in its life (each half's sockets are in struct proxy_half). */
@@ -220,6 +223,8 @@ uint64_t proxy_now_ms(void);
 /* server.c */
 void proxy_gen_release(struct proxy_gen *gen);
 int proxy_serve(const char *config_path);
+/* 1 when a is one of this host's interface addresses (srv->own_addrs). */
+int proxy_is_own_addr(const struct proxy_server *srv, const struct dns_addr *a);
 /* A connection was freed: finishes a stop when it was the last. */
 void proxy_server_conn_gone(struct proxy_server *srv);
 /* A connection took descriptor fd: makes sure libevent's per-descriptor records up to it exist,

@@ -1,6 +1,7 @@
 /* The server: config generations, listeners, signals, clean stop and reload. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -264,6 +265,59 @@ static int open_listeners(struct proxy_server *srv, const struct allow_config *c
 	return 0;
 }
 
+/* A wildcard listener is reached through every address of this host, not only loopback: reads
+ * them (getifaddrs) so that the loop check knows them.  Only when some listener is a wildcard;
+ * re-read on reload, since addresses can come and go (a failure keeps the old list). */
+static void read_own_addrs(struct proxy_server *srv)
+{
+	int wildcard = 0;
+	for (size_t i = 0; i < srv->nlisteners; i++) {
+		const struct sockaddr_storage *ss = &srv->listeners[i].addr;
+		if (ss->ss_family == AF_INET)
+			wildcard |= ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+		else if (ss->ss_family == AF_INET6)
+			wildcard |= IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	}
+	struct ifaddrs *ifs;
+	if (!wildcard || getifaddrs(&ifs) == -1)
+		return;
+	size_t n = 0;
+	for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next)
+		if (i->ifa_addr != NULL &&
+			(i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
+			n++;
+	struct dns_addr *a = calloc(n ? n : 1, sizeof *a);
+	if (a == NULL) {
+		freeifaddrs(ifs);
+		return;
+	}
+	n = 0;
+	for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+		if (i->ifa_addr == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a[n].family = AF_INET;
+			memcpy(a[n++].addr, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			a[n].family = AF_INET6;
+			memcpy(a[n++].addr, &((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		}
+	}
+	freeifaddrs(ifs);
+	free(srv->own_addrs);
+	srv->own_addrs = a;
+	srv->nown_addrs = n;
+}
+
+int proxy_is_own_addr(const struct proxy_server *srv, const struct dns_addr *a)
+{
+	for (size_t i = 0; i < srv->nown_addrs; i++)
+		if (srv->own_addrs[i].family == a->family &&
+			memcmp(srv->own_addrs[i].addr, a->addr, a->family == AF_INET ? 4 : 16) == 0)
+			return 1;
+	return 0;
+}
+
 static void close_listeners(struct proxy_server *srv)
 {
 	for (size_t i = 0; i < srv->nlisteners; i++) {
@@ -350,6 +404,7 @@ static void reload(struct proxy_server *srv)
 	proxy_gen_release(srv->gen);
 	srv->gen = gen;
 	proxy_pool_clear(srv); /* parked upstreams were admitted by the old address policy */
+	read_own_addrs(srv);
 	http_parser_set_max_header_size((uint32_t)(gen->cfg->limits.max_header_bytes + 1024));
 	fprintf(stderr, "egressd: reloaded %s\n", srv->config_path);
 	audit_simple(srv, "config", "config", srv->config_path, "result", "reloaded");
@@ -528,6 +583,7 @@ int proxy_serve(const char *config_path)
 
 	if (open_listeners(srv, srv->gen->cfg) == -1)
 		goto out;
+	read_own_addrs(srv);
 
 	char pid[24], listen[PROXY_MAX_LISTENERS * PROXY_ADDR_TEXT] = "";
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
@@ -572,6 +628,7 @@ out:
 	audit_close(srv->audit);
 	if (srv->base != NULL)
 		event_base_free(srv->base);
+	free(srv->own_addrs);
 	free(srv->config_path);
 	allow_errors_free(&errs);
 	return rc;

@@ -392,7 +392,7 @@ def make_cert(tmpdir, cn="tls.test"):
 # ---------------------------------------------------------------------------------------------
 # egressd.
 
-LISTEN_RE = re.compile(r"egressd: listening on 127\.0\.0\.1:(\d+)")
+LISTEN_RE = re.compile(r"egressd: listening on (?:127\.0\.0\.1|0\.0\.0\.0):(\d+)")
 
 
 class Egressd:

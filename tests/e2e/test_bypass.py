@@ -1368,6 +1368,49 @@ def f_loop_second_listener(h):
     check_eq(len(clients), 2, "clients with decisions (a loop would add egressd itself)")
 
 
+OWN_ADDR = "10.255.77.1"  # given to lo in the private namespace (in_private_netns)
+
+
+def own_address():
+    """An IPv4 address of this host that is not loopback: the one the private namespace gives
+    lo, else the first global one `ip` lists; None when there is none."""
+    if os.environ.get("EGRESSD_BYPASS_NETNS"):
+        return OWN_ADDR
+    try:
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
+    return m.group(1) if m else None
+
+
+def f_loop_wildcard_own_address(h):
+    """A wildcard listener is reached through every address of the host: a request to one that
+    the address policy allows is a loop, not a new client of egressd."""
+    addr = own_address()
+    if addr is None:
+        print("     this host has no address but loopback: nothing to dial")
+        return
+    cfg = base_config({}, session_bound=allow(addr), allow_addresses=("127.0.0.0/8", addr + "/32"))
+    cfg["listen"]["proxy"] = ["0.0.0.0:0"]
+    e = h.egressd(cfg)
+    for req, what in ((get("http://%s:%d/" % (addr, e.port)), "GET"),
+                      (connect("%s:%d" % (addr, e.port)), "CONNECT")):
+        c = Conn(e.port)
+        try:
+            c.send(req)
+            r = c.read_response(head_only=True)
+            check_eq((r.status, r.header("X-Egressd-Reason")), (508, "loop"),
+                     "%s %s:PROXY through a wildcard listener (%r)" % (what, addr, r))
+        finally:
+            c.close()
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    clients = set(r.get("client") for r in recs if r["event"] in ("request", "connect"))
+    check_eq(len(clients), 2, "clients with decisions (a loop would add egressd itself)")
+
+
 def f_max_clients(h):
     e = h.egressd(base_config({"origin.test": ["127.0.0.1"]}, global_limits={"maxClients": 2}))
     held = []
@@ -1504,6 +1547,10 @@ def rows_functions():
         F("loop: the second of two listeners", f_loop_second_listener,
           "listen on two ports; GET 127.0.0.1:SECOND and self.test:SECOND via the first",
           "508 loop for both", "every listening address is egressd itself"),
+        F("loop: a wildcard listener through the host's own address",
+          f_loop_wildcard_own_address, "listen 0.0.0.0; allowAddresses has the host's own "
+          "address A (10.255.77.1 on lo in the private namespace); GET and CONNECT A:PROXY",
+          "508 loop for both", "a wildcard listener is every address of the host"),
         F("limits.maxClients: the third of 2 allowed clients", f_max_clients,
           "two held partial heads, then a third connection",
           "503 Service Unavailable, X-Egressd-Reason limit-clients, closed at once",
@@ -1623,7 +1670,9 @@ def in_private_netns():
     if probe.returncode != 0:
         return None
     env = dict(os.environ, EGRESSD_BYPASS_NETNS="1")
-    return subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+    return subprocess.run(["unshare", "-n", "sh", "-c",
+                           'ip link set lo up && ip addr add %s/32 dev lo && exec "$0" "$@"'
+                           % OWN_ADDR,
                            sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
                           env=env).returncode
 
