@@ -1661,8 +1661,15 @@ static int parse_for(struct parser *P)
 	if (t->kind != T_WORD || (t->w.flags & CLS_W_EXP))
 		return unexpected(P, t);
 	consume(P);
+	if (peek(P, &t) == -1)
+		return -1;
+	int newline = t->kind == T_NL;
 	if (skip_newlines(P) == -1 || peek(P, &t) == -1)
 		return -1;
+	/* `for NAME { ...; }` is a syntax error to bash: `{` is a reserved word only after a
+	 * newline or `;` there (fuzz finding) */
+	if (!newline && is_word(t, "{"))
+		return unexpected(P, t);
 	if (is_word(t, "in")) {
 		consume(P);
 		for (;;) {

@@ -376,6 +376,9 @@ c("x |& time git push", "git:push", "time after |& on the same line times the co
 c("coproc a[b c]=1 git push", "git:push", "an assignment with a spaced subscript after coproc (fuzz finding)")
 c("coproc x a[b", "deny", "bash reads the word after coproc's first as a command start (fuzz finding)")
 c("coproc x a[b c]; git push", "git:push", "a spaced subscript as the second word after coproc is one word")
+c("for w { git push; }", "deny", "a brace body right after the loop name is a syntax error to bash (fuzz finding)")
+c("for w; { git push; }", "git:push", "a brace body after ; is a loop body")
+c("select w in a; { git push; }", "git:push", "select with a brace body after the word list")
 c("for ((i=0; i<3; i++)); do git fetch; done", "git:fetch", "an arithmetic for")
 c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
