@@ -345,6 +345,14 @@ static int parse_braceparam(struct parser *P, size_t open, int dq)
 		} else if (ch == '`') {
 			if (parse_backtick(P, &b, &fl) == -1)
 				return -1;
+		} else if ((ch == '<' || ch == '>') && at(P, P->pos + 1) == '(') {
+			/* bash parses a process substitution here as commands (a syntax error in it is
+			 * one to bash), though it never runs it; egressd counts it as run, the stricter
+			 * reading (fuzz finding) */
+			size_t ps = P->pos;
+			P->pos += 2;
+			if (parse_subst(P, ps) == -1)
+				return -1;
 		} else {
 			P->pos++;
 		}

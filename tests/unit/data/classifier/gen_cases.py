@@ -379,6 +379,8 @@ c("coproc x a[b c]; git push", "git:push", "a spaced subscript as the second wor
 c("for w { git push; }", "deny", "a brace body right after the loop name is a syntax error to bash (fuzz finding)")
 c("for w; { git push; }", "git:push", "a brace body after ; is a loop body")
 c("select w in a; { git push; }", "git:push", "select with a brace body after the word list")
+c("echo ${a-<(c(x))}; git push", "deny", "a process substitution inside ${ } is parsed as commands by bash (fuzz finding)")
+c("echo ${a-<(git push)}", "git:push", "a process substitution inside ${ } counts as run (the stricter reading)")
 c("for ((i=0; i<3; i++)); do git fetch; done", "git:fetch", "an arithmetic for")
 c("r=([a]=$(git fetch) b)", "git:fetch", "keyed array element with a substitution")
 with open(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "cases.tsv"), "w", encoding="utf-8") as f:
