@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,17 +83,32 @@ static void conn_close(struct conn *c)
 	dead = c;
 }
 
-/* The sockets are blocking: a write waits for its peer, which on loopback is brief, and keeps
- * this floor free of write events. */
+/* Writes what the pipe holds to dst, waiting (poll) while dst cannot take more: a write waits
+ * for its peer, which on loopback is brief, and keeps this floor free of write events. */
+static int drain(struct dir *d)
+{
+	while (d->inpipe > 0) {
+		ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe,
+			SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			d->inpipe -= (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EAGAIN) {
+			struct pollfd p = {.fd = d->dst, .events = POLLOUT};
+			if (poll(&p, 1, -1) == -1 && errno != EINTR)
+				return -1;
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+/* Moves what src has now (the sockets are non-blocking; level-triggered epoll reports more). */
 static int pump(struct dir *d)
 {
 	for (;;) {
-		while (d->inpipe > 0) {
-			ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe, SPLICE_F_MOVE);
-			if (n <= 0)
-				return -1;
-			d->inpipe -= (size_t)n;
-		}
 		ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, PIPE_BYTES,
 			SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n == 0) {
@@ -104,16 +120,10 @@ static int pump(struct dir *d)
 		if (n < 0)
 			return errno == EAGAIN ? 0 : -1;
 		d->inpipe = (size_t)n;
-		if (n < PIPE_BYTES) {
-			/* Drained: write it and wait (level-triggered) for more. */
-			while (d->inpipe > 0) {
-				ssize_t w = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe, SPLICE_F_MOVE);
-				if (w <= 0)
-					return -1;
-				d->inpipe -= (size_t)w;
-			}
-			return 0;
-		}
+		if (drain(d) == -1)
+			return -1;
+		if (n < PIPE_BYTES)
+			return 0; /* drained: wait for more */
 	}
 }
 
@@ -138,8 +148,8 @@ static int start_relay(struct conn *c)
 	size_t used = (size_t)(end + 4 - c->head);
 	if (c->hlen > used && write(c->ufd, c->head + used, c->hlen - used) != (ssize_t)(c->hlen - used))
 		return -1;
-	int fl = fcntl(c->cfd, F_GETFL);
-	fcntl(c->cfd, F_SETFL, fl & ~O_NONBLOCK);
+	int fl = fcntl(c->ufd, F_GETFL);
+	fcntl(c->ufd, F_SETFL, fl | O_NONBLOCK);
 	for (int i = 0; i < 2; i++) {
 		struct dir *d = &c->d[i];
 		d->c = c;

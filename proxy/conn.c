@@ -2,6 +2,7 @@
  * function every path ends in.  See docs/connection.md. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -208,10 +209,12 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 		proxy_relay_drained(c, &c->client);
 		break;
 	case PROXY_CS_FORWARD:
-		/* The response backlog drained: read the upstream again. */
+		/* The response backlog drained: read the upstream again (unless a spliced body is
+		 * reading it).  A client that keeps taking bytes is not idle. */
+		proxy_conn_touch(c);
 		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 			bufferevent_disable(bev, EV_WRITE);
-		if (c->up.bev != NULL && !c->up.eof)
+		if (c->up.bev != NULL && !c->up.eof && c->body == NULL)
 			bufferevent_enable(c->up.bev, EV_READ);
 		break;
 	default:
@@ -219,6 +222,14 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 			bufferevent_disable(bev, EV_WRITE);
 		break;
 	}
+}
+
+/* Whether the request whose head was read announced a body (before the upstream is reached the
+ * parser is paused at the end of the head, so the whole body is still to come). */
+static int request_has_body(const struct proxy_conn *c)
+{
+	const http_parser *p = &c->req_parser;
+	return (p->flags & F_CHUNKED) || (p->content_length != ULLONG_MAX && p->content_length > 0);
 }
 
 static void client_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -233,7 +244,8 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	 * it): the answer still goes back, then the connection closes.  Only a plain request that
 	 * is past its head; a body cut short by the close still ends the connection. */
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->is_connect &&
-		(c->state == PROXY_CS_RESOLVING || c->state == PROXY_CS_CONNECTING ||
+		(((c->state == PROXY_CS_RESOLVING || c->state == PROXY_CS_CONNECTING) &&
+			 !request_has_body(c)) ||
 			(c->state == PROXY_CS_FORWARD && c->req.msg_complete))) {
 		c->client.eof = 1;
 		return;
@@ -287,6 +299,7 @@ static void up_write_cb(struct bufferevent *bev, void *arg)
 		break;
 	case PROXY_CS_FORWARD:
 		/* The request body backlog drained: read the client again. */
+		proxy_conn_touch(c);
 		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 			bufferevent_disable(bev, EV_WRITE);
 		proxy_http_upstream_drained(c);

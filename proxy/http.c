@@ -6,11 +6,13 @@
  * bodies are re-framed: a chunked body leaves as chunks egressd wrote, a Content-Length body with
  * that length. */
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <strings.h>
 
 #include <event2/buffer.h>
@@ -802,6 +804,8 @@ void proxy_http_client_read(struct proxy_conn *c)
 			request_head_done(c);
 		else if (st != 0)
 			proxy_deny(c, st, reason, NULL, why);
+		else if (c->client.eof)
+			proxy_conn_close(c, "client-closed"); /* a head its half-close cut short */
 		return;
 	}
 	/* A pipelined next request waits in the buffer until this response is done. */
@@ -879,17 +883,21 @@ static void response_done(struct proxy_conn *c)
 		evbuffer_add(bufferevent_get_output(c->client.bev), "0\r\n\r\n", 5);
 	proxy_flush(c->client.bev);
 	int reuse = !c->resp_eof_framed && http_should_keep_alive(&c->resp_parser) &&
-		    c->req.msg_complete && evbuffer_get_length(bufferevent_get_input(c->up.bev)) == 0;
+		    c->req.msg_complete && !c->up.eof &&
+		    evbuffer_get_length(bufferevent_get_input(c->up.bev)) == 0;
 	if (reuse) {
 		c->up_idle = 1;
 	} else {
 		bufferevent_free(c->up.bev);
 		c->up.bev = NULL;
+		c->up.eof = 0;
 		free(c->up_key);
 		c->up_key = NULL;
 	}
+	/* A client that half-closed is answered what it sent before its end, then closed. */
+	struct evbuffer *in = bufferevent_get_input(c->client.bev);
 	if (!c->req_keepalive || c->resp_eof_framed || c->srv->stopping || !c->req.msg_complete ||
-		c->client.eof) {
+		(c->client.eof && evbuffer_get_length(in) == 0)) {
 		proxy_conn_finish(c, c->resp_eof_framed ? "upstream-closed" : "client-closed");
 		return;
 	}
@@ -898,8 +906,9 @@ static void response_done(struct proxy_conn *c)
 	req_reset(c);
 	proxy_head_free(&c->resp);
 	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
-	bufferevent_enable(c->client.bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0)
+	if (!c->client.eof)
+		bufferevent_enable(c->client.bev, EV_READ);
+	if (evbuffer_get_length(in) > 0)
 		proxy_http_client_read(c);
 }
 
@@ -968,10 +977,19 @@ void proxy_http_upstream_read(struct proxy_conn *c)
 void proxy_http_body_done(struct proxy_conn *c, int eof)
 {
 	c->resp.msg_complete = 1;
-	if (eof)
+	if (eof) {
 		c->up.eof = 1;
-	else
-		bufferevent_enable(c->up.bev, EV_READ); /* an idle upstream that speaks is dropped */
+	} else {
+		/* Bytes (or a FIN) behind the body answer nothing that was asked: such an upstream is
+		 * not reused, or a pipelined next request would take them for its answer.  The
+		 * splice left them in the socket, where only a peek sees them. */
+		char ch;
+		ssize_t n = recv((int)bufferevent_getfd(c->up.bev), &ch, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			c->up.eof = 1;
+		else
+			bufferevent_enable(c->up.bev, EV_READ); /* an idle upstream that speaks is dropped */
+	}
 	response_done(c);
 }
 

@@ -63,6 +63,7 @@ int proxy_relay_read(struct proxy_conn *c, struct proxy_half *from)
 void proxy_relay_drained(struct proxy_conn *c, struct proxy_half *to)
 {
 	struct proxy_half *from = other(c, to);
+	proxy_conn_touch(c);
 	if (flush_end(c, to))
 		return;
 	if (!from->eof)

@@ -201,6 +201,7 @@ static int pump(struct proxy_splice_dir *d, int may_read)
 				return -1;
 			}
 			d->inpipe -= (size_t)n;
+			proxy_conn_touch(c); /* a slow but steady reader is not idle */
 		}
 		pipe_put(d->pipe, d->pipe_cap, 1);
 		if (d->eof || drained || round == READS_PER_WAKEUP)
@@ -377,6 +378,7 @@ static void body_pump(struct proxy_conn *c)
 				return;
 			}
 			b->inpipe -= (size_t)n;
+			proxy_conn_touch(c);
 		}
 		pipe_put(b->pipe, b->pipe_cap, 1);
 		if (b->left == 0) {

@@ -360,26 +360,36 @@ def case_long_body_then_stray_bytes(h):
         sent = 0
         while sent < n:
             chunk = pattern_bytes(min(1 << 20, n - sent), sent)
-            c.sendall(chunk)
             sent += len(chunk)
-        c.sendall(b"HTTP/1.1 299 Stray\r\nContent-Length: 5\r\n\r\nstray")
+            if sent == n:  # the stray answer goes in the same write as the body's end
+                chunk += b"HTTP/1.1 299 Stray\r\nContent-Length: 5\r\n\r\nstray"
+            c.sendall(chunk)
         c.recv(1)
 
-    srv = h.raw(handler)
-    e = h.egressd(base_config({"stray.test": ["127.0.0.1"]}))
-    c = Conn(e.port, timeout=20)
-    try:
-        c.request("GET", "http://stray.test:%d/one" % srv.port)
-        r = c.read_response()
-        check_eq(r.status, 200, "status of the long response")
-        check_eq(hashlib.sha256(r.body).hexdigest(), pattern_sha256(n), "sha256 of the body")
-        time.sleep(0.2)
-        c.request("GET", "http://stray.test:%d/two" % srv.port)
-        r = c.read_response()
-        check_eq((r.status, r.body), (200, b"hello"), "the answer to the second request")
-    finally:
-        c.close()
-    finish(e)
+    for pipelined in (False, True):
+        # A fresh egressd and origin each time: a parked upstream must not carry over.
+        state["conns"] = 0
+        srv = h.raw(handler)
+        e = h.egressd(base_config({"stray.test": ["127.0.0.1"]}))
+        c = Conn(e.port, timeout=20)
+        try:
+            one = b"GET http://stray.test:%d/one HTTP/1.1\r\nHost: stray.test:%d\r\n\r\n" % (
+                srv.port, srv.port)
+            two = one.replace(b"/one", b"/two")
+            c.send(one + two if pipelined else one)
+            r = c.read_response()
+            check_eq(r.status, 200, "status of the long response")
+            check_eq(hashlib.sha256(r.body).hexdigest(), pattern_sha256(n), "sha256 of the body")
+            if not pipelined:
+                time.sleep(0.2)
+                c.send(two)
+            r = c.read_response()
+            check_eq((r.status, r.body), (200, b"hello"),
+                     "the answer to the second request (%s)" % (
+                         "pipelined" if pipelined else "sent after the first answer"))
+        finally:
+            c.close()
+        finish(e)
 
 
 def case_half_closed_client_gets_its_answer(h):
@@ -397,6 +407,19 @@ def case_half_closed_client_gets_its_answer(h):
         check_eq(r.status, 200, "status after the client's half-close")
         check_eq(r.json()["path"], "/half", "path the origin saw")
         check(c.at_eof(3), "egressd kept the connection open after answering a half-closed client")
+    finally:
+        c.close()
+    c = Conn(e.port)
+    try:
+        # Two pipelined requests, then the half-close: both are answered.
+        c.send(b"".join(b"GET http://origin.test:%d/p%d HTTP/1.1\r\nHost: origin.test:%d\r\n\r\n"
+                        % (origin.port, i, origin.port) for i in (1, 2)))
+        c.sock.shutdown(socket.SHUT_WR)
+        for i in (1, 2):
+            r = c.read_response()
+            check_eq((r.status, r.json()["path"]), (200, "/p%d" % i),
+                     "answer %d of two pipelined requests before a half-close" % i)
+        check(c.at_eof(3), "egressd kept the connection open after the pipelined answers")
     finally:
         c.close()
     c = Conn(e.port)
@@ -419,7 +442,7 @@ def case_half_closed_client_gets_its_answer(h):
         c.close()
     recs = finish(e)
     check_eq([r.get("decision") for r in recs if r["event"] == "request"],
-             ["allow", "deny", "allow"], "request records")
+             ["allow", "allow", "allow", "deny", "allow"], "request records")
     cut = [r for r in recs if r["event"] == "close"][-1]
     check_eq(cut["end"], "client-closed", "close record of the cut-short body")
 
