@@ -101,37 +101,30 @@ static const char *const syntax_errors[] = {
         NULL,
 };
 
-/* 1 when bash -n rejects line, 0 when it accepts, -1 when it could not be run. */
+/* 1 when bash -n rejects line, 0 when it accepts, -1 when it could not be run.  The line goes
+ * to bash as `-c` does, as an agent's command runs (a script file would read a final backslash
+ * as a continuation). */
 static int bash_rejects(const char *line, size_t len)
 {
-	/* mkstemp's template: the prefix, then six placeholder letters filled in here */
-	char path[] = "/tmp/cls-parity-......";
-	memset(path + sizeof path - 7, 'X', 6);
-	int fd = mkstemp(path);
-	if (fd == -1)
+	char *text = malloc(len + 1);
+	if (text == NULL)
 		return -1;
-	if (write(fd, line, len) != (ssize_t)len) {
-		close(fd);
-		unlink(path);
-		return -1;
-	}
-	close(fd);
+	memcpy(text, line, len);
+	text[len] = '\0';
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	char *argv[] = {"bash", "-n", path, NULL};
+	char *argv[] = {"bash", "-n", "-c", text, NULL};
 	pid_t pid;
 	int rc = posix_spawn(&pid, "/bin/bash", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		unlink(path);
+	free(text);
+	if (rc != 0)
 		return -1;
-	}
 	int st;
 	while (waitpid(pid, &st, 0) == -1)
 		;
-	unlink(path);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
