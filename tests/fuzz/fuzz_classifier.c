@@ -61,7 +61,7 @@ static int bash_rejects(const uint8_t *data, size_t size)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	char *argv[] = {"bash", "-n", "-c", line, NULL};
+	char *argv[] = {"bash", "-n", "-c", "--", line, NULL}; /* -- : a line may start with - */
 	pid_t pid;
 	int rc = posix_spawn(&pid, "/bin/bash", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);

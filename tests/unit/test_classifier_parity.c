@@ -115,7 +115,7 @@ static int bash_rejects(const char *line, size_t len)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	char *argv[] = {"bash", "-n", "-c", text, NULL};
+	char *argv[] = {"bash", "-n", "-c", "--", text, NULL}; /* -- : a line may start with - */
 	pid_t pid;
 	int rc = posix_spawn(&pid, "/bin/bash", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
