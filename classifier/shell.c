@@ -1870,15 +1870,30 @@ static int parse_command(struct parser *P)
 		if (peek(P, &t) == -1)
 			return -1;
 		if (t->kind == T_WORD && !is_compound_start(t)) {
-			/* coproc NAME compound, when a compound follows the name */
-			size_t i = P->pos;
+			/* coproc NAME compound, when a compound follows the name: bash reads the word
+			 * after NAME as a command start, so a reserved word there opens a compound
+			 * (`coproc x while ...; do ...; done`), and `!` or `function`, which open no
+			 * compound, are syntax errors (fuzz finding) */
+			static const char *const opens[] = {"while", "until", "for", "select", "if", "case",
+			        "[[", "{", NULL};
+			static const char *const nocompound[] = {"!", "function", NULL};
+			size_t i = P->pos, j;
 			while (i < P->len && (P->s[i] == ' ' || P->s[i] == '\t'))
 				i++;
-			if (at(P, i) == '(' ||
-			        (at(P, i) == '{' && (i + 1 >= P->len || is_meta(P->s[i + 1])))) {
+			for (j = i; j < P->len && !is_meta(P->s[j]) && P->s[j] != ' ' && P->s[j] != '\t';)
+				j++;
+			int name = at(P, i) == '(', error = 0;
+			for (size_t k = 0; opens[k] != NULL && !name; k++)
+				name = j - i == strlen(opens[k]) && memcmp(P->s + i, opens[k], j - i) == 0;
+			for (size_t k = 0; nocompound[k] != NULL && !name; k++)
+				error |= j - i == strlen(nocompound[k]) &&
+					 memcmp(P->s + i, nocompound[k], j - i) == 0;
+			if (name || error) {
 				consume(P);
 				if (peek(P, &t) == -1)
 					return -1;
+				if (error)
+					return unexpected(P, t);
 			}
 		}
 		/* a coproc of a coproc is a syntax error to bash (fuzz finding) */
