@@ -763,6 +763,9 @@ static int parse_array_words(struct parser *P)
 		struct token t;
 		if (lex_word(P, &t) == -1)
 			return -1;
+		/* "4<y" lexes as a redirection: none is allowed among the elements (fuzz finding) */
+		if (t.kind != T_WORD)
+			return ERR(P, t.off, "syntax error in array assignment");
 	}
 }
 
