@@ -1353,19 +1353,27 @@ def f_loop_second_listener(h):
         time.sleep(0.05)
     check(len(ports) >= 2, "egressd did not report two listeners: %r" % e.stderr())
     second = [p for p in ports if p != e.port][0]
-    for target in ("http://127.0.0.1:%d/" % second, "http://self.test:%d/" % second):
+    expect_loops(e, [(get(t), "GET %s through the first listener" % t)
+                     for t in ("http://127.0.0.1:%d/" % second, "http://self.test:%d/" % second)])
+
+
+def expect_loops(e, requests):
+    """Sends each (bytes, what) on a connection of its own and wants 508 loop for each; then
+    stops egressd and checks that only those clients have decisions (a loop adds egressd)."""
+    for data, what in requests:
         c = Conn(e.port)
         try:
-            c.send(get(target))
-            r = c.read_response()
+            c.send(data)
+            r = c.read_response(head_only=True)
             check_eq((r.status, r.header("X-Egressd-Reason")), (508, "loop"),
-                     "GET %s through the first listener (%r)" % (target, r))
+                     "%s (%r)" % (what, r))
         finally:
             c.close()
     check_eq(e.stop(), 0, "exit code")
     recs = e.audit()
     clients = set(r.get("client") for r in recs if r["event"] in ("request", "connect"))
-    check_eq(len(clients), 2, "clients with decisions (a loop would add egressd itself)")
+    check_eq(len(clients), len(requests), "clients with decisions (a loop would add egressd "
+             "itself)")
 
 
 OWN_ADDR = "10.255.77.1"  # given to lo in the private namespace (in_private_netns)
@@ -1395,20 +1403,10 @@ def f_loop_wildcard_own_address(h):
     cfg = base_config({}, session_bound=allow(addr), allow_addresses=("127.0.0.0/8", addr + "/32"))
     cfg["listen"]["proxy"] = ["0.0.0.0:0"]
     e = h.egressd(cfg)
-    for req, what in ((get("http://%s:%d/" % (addr, e.port)), "GET"),
-                      (connect("%s:%d" % (addr, e.port)), "CONNECT")):
-        c = Conn(e.port)
-        try:
-            c.send(req)
-            r = c.read_response(head_only=True)
-            check_eq((r.status, r.header("X-Egressd-Reason")), (508, "loop"),
-                     "%s %s:PROXY through a wildcard listener (%r)" % (what, addr, r))
-        finally:
-            c.close()
-    check_eq(e.stop(), 0, "exit code")
-    recs = e.audit()
-    clients = set(r.get("client") for r in recs if r["event"] in ("request", "connect"))
-    check_eq(len(clients), 2, "clients with decisions (a loop would add egressd itself)")
+    expect_loops(e, [(get("http://%s:%d/" % (addr, e.port)),
+                      "GET %s:PROXY through a wildcard listener" % addr),
+                     (connect("%s:%d" % (addr, e.port)),
+                      "CONNECT %s:PROXY through a wildcard listener" % addr)])
 
 
 def f_max_clients(h):
