@@ -116,6 +116,34 @@ static void ev_pair_free(struct ev_pair *e)
 	e->rd = e->wr = NULL;
 }
 
+static const char *write_end(int err)
+{
+	return err == EPIPE || err == ECONNRESET ? "client-closed" : "error";
+}
+
+/* Writes what a pipe holds (*inpipe bytes) to dst.  1 when it is empty; 0 when dst is full (its
+ * write event is added); -1 when the connection was closed (an end of the client's is
+ * client-closed when to_client says dst is the client).  Progress keeps the connection from
+ * idleTimeout: a slow but steady reader is not idle. */
+static int drain(struct proxy_conn *c, int rd, int dst, size_t *inpipe, struct ev_pair *ev,
+	int to_client)
+{
+	while (*inpipe > 0) {
+		ssize_t n = splice(rd, NULL, dst, NULL, *inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR) {
+				want(ev, 0, 1);
+				return 0;
+			}
+			proxy_conn_close(c, to_client ? write_end(errno) : "error");
+			return -1;
+		}
+		*inpipe -= (size_t)n;
+		proxy_conn_touch(c);
+	}
+	return 1;
+}
+
 struct proxy_splice_dir {
 	struct proxy_conn *c;
 	int src, dst;          /* socket descriptors (owned by the bufferevents) */
@@ -189,20 +217,9 @@ static int pump(struct proxy_splice_dir *d, int may_read)
 	}
 	int drained = !may_read; /* the source had nothing more when last asked */
 	for (int round = 0;; round++) {
-		while (d->inpipe > 0) {
-			ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe,
-				SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n == -1) {
-				if (errno == EAGAIN || errno == EINTR) {
-					want(&d->ev, 0, 1);
-					return 0;
-				}
-				proxy_conn_close(c, "error");
-				return -1;
-			}
-			d->inpipe -= (size_t)n;
-			proxy_conn_touch(c); /* a slow but steady reader is not idle */
-		}
+		int w = drain(c, d->pipe[0], d->dst, &d->inpipe, &d->ev, 0);
+		if (w <= 0)
+			return w;
 		pipe_put(d->pipe, d->pipe_cap, 1);
 		if (d->eof || drained || round == READS_PER_WAKEUP)
 			break;
@@ -356,30 +373,13 @@ struct proxy_body {
 	struct ev_pair ev;      /* upstream readable, client writable */
 };
 
-static const char *write_end(int err)
-{
-	return err == EPIPE || err == ECONNRESET ? "client-closed" : "error";
-}
-
 static void body_pump(struct proxy_conn *c)
 {
 	struct proxy_body *b = c->body;
 	int drained = 0;
 	for (int round = 0;; round++) {
-		while (b->inpipe > 0) {
-			ssize_t n = splice(b->pipe[0], NULL, b->dst, NULL, b->inpipe,
-				SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n == -1) {
-				if (errno == EAGAIN || errno == EINTR) {
-					want(&b->ev, 0, 1);
-					return;
-				}
-				proxy_conn_close(c, write_end(errno));
-				return;
-			}
-			b->inpipe -= (size_t)n;
-			proxy_conn_touch(c);
-		}
+		if (drain(c, b->pipe[0], b->dst, &b->inpipe, &b->ev, 1) <= 0)
+			return;
 		pipe_put(b->pipe, b->pipe_cap, 1);
 		if (b->left == 0) {
 			proxy_body_splice_free(c);
