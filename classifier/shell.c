@@ -1875,11 +1875,12 @@ static int parse_command(struct parser *P)
 		if (t->kind == T_WORD && !is_compound_start(t)) {
 			/* coproc NAME compound, when a compound follows the name: bash reads the word
 			 * after NAME as a command start, so a reserved word there opens a compound
-			 * (`coproc x while ...; do ...; done`), and `!` or `function`, which open no
-			 * compound, are syntax errors (fuzz finding) */
+			 * (`coproc x while ...; do ...; done`), and the other reserved words but `time`,
+			 * which open no compound, are syntax errors (fuzz findings) */
 			static const char *const opens[] = {"while", "until", "for", "select", "if", "case",
 			        "[[", "{", NULL};
-			static const char *const nocompound[] = {"!", "function", NULL};
+			static const char *const nocompound[] = {"!", "function", "coproc", "then", "else",
+			        "elif", "fi", "do", "done", "esac", "in", "}", NULL};
 			size_t i = P->pos, j;
 			while (i < P->len && (P->s[i] == ' ' || P->s[i] == '\t'))
 				i++;

@@ -386,6 +386,8 @@ c("coproc x case a in a) git push;; esac", "git:push", "coproc NAME with a case"
 c("coproc x ! git push", "deny", "! after coproc NAME opens no compound: a syntax error to bash (fuzz finding)")
 c("coproc x for i", "deny", "an unfinished for after coproc NAME (fuzz finding)")
 c("coproc x time git push", "none", "time after coproc NAME is an argument of x")
+c("coproc x coproc git push", "deny", "a reserved word that opens no compound after coproc NAME (fuzz finding)")
+c("coproc x done; git push", "deny", "done after coproc NAME is a syntax error to bash")
 c("a=(x 2>&1); git push", "deny", "a redirection with a descriptor number inside an array assignment (fuzz finding)")
 c("a=(x 4); git push", "git:push", "a number alone is an array element")
 c("for ((i=0; i<3; i++)); do git fetch; done", "git:fetch", "an arithmetic for")
