@@ -2,7 +2,6 @@
  * function every path ends in.  See docs/connection.md. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -224,14 +223,6 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
-/* Whether the request whose head was read announced a body (before the upstream is reached the
- * parser is paused at the end of the head, so the whole body is still to come). */
-static int request_has_body(const struct proxy_conn *c)
-{
-	const http_parser *p = &c->req_parser;
-	return (p->flags & F_CHUNKED) || (p->content_length != ULLONG_MAX && p->content_length > 0);
-}
-
 static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
@@ -245,7 +236,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	 * is past its head; a body cut short by the close still ends the connection. */
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->is_connect &&
 		(((c->state == PROXY_CS_RESOLVING || c->state == PROXY_CS_CONNECTING) &&
-			 !request_has_body(c)) ||
+			 !proxy_http_request_has_body(c)) ||
 			(c->state == PROXY_CS_FORWARD && c->req.msg_complete))) {
 		c->client.eof = 1;
 		return;

@@ -652,6 +652,13 @@ int proxy_http_head_parse(struct proxy_conn *c, struct evbuffer *in, const char 
 	return 0;
 }
 
+int proxy_http_request_has_body(const struct proxy_conn *c)
+{
+	const http_parser *p = &c->req_parser;
+	return (p->flags & F_CHUNKED) || ((p->flags & F_CONTENTLENGTH) && p->content_length > 0 &&
+						 p->content_length != ULLONG_MAX);
+}
+
 int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why, size_t whylen)
 {
 	http_parser *p = &c->req_parser;
@@ -716,9 +723,7 @@ int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why,
 		c->path[off++] = '/';
 	memcpy(c->path + off, aend, plen);
 	c->path[off + plen] = '\0';
-	int has_body = (p->flags & F_CHUNKED) ||
-		       ((p->flags & F_CONTENTLENGTH) && p->content_length > 0 && p->content_length != ULLONG_MAX);
-	c->action = request_action(c->method, c->path, has_body);
+	c->action = request_action(c->method, c->path, proxy_http_request_has_body(c));
 	return 0;
 }
 

@@ -265,6 +265,9 @@ void proxy_http_init_parser(struct proxy_conn *c, uint32_t max_header_bytes, uin
 int proxy_http_head_parse(struct proxy_conn *c, struct evbuffer *in, const char **reason, char *why,
 	size_t whylen);
 int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why, size_t whylen);
+/* 1 when the complete request head in c announces a body (chunked, or a Content-Length above
+ * 0); read before any body byte, while the parser is paused at the end of the head. */
+int proxy_http_request_has_body(const struct proxy_conn *c);
 
 void proxy_http_init_conn(struct proxy_conn *c);
 void proxy_http_client_read(struct proxy_conn *c);
