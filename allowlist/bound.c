@@ -1,4 +1,4 @@
-/* Bounds and limits, and their merge (DESIGN.md 4.3). */
+/* Bounds and limits, and their merge (docs/design.md 4.3). */
 #include "allowlist/bound.h"
 
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Bounds, session limits and their merge (DESIGN.md 4.1, 4.3, 4.4). */
+/* Bounds, session limits and their merge (docs/design.md 4.1, 4.3, 4.4). */
 #ifndef EGRESSD_ALLOWLIST_BOUND_H
 #define EGRESSD_ALLOWLIST_BOUND_H
 

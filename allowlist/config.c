@@ -1,4 +1,4 @@
-/* The YAML config loader (DESIGN.md 4.1-4.4, 5).
+/* The YAML config loader (docs/design.md 4.1-4.4, 5).
  *
  * Two passes over the text.  The first reads libyaml's events only to refuse what the document
  * API would hide or make ambiguous: syntax errors, several documents, anchors, aliases and

@@ -1,4 +1,4 @@
-/* The YAML config (DESIGN.md 5): loading, validation, and the merged view the proxy runs on.
+/* The YAML config (docs/design.md 5): loading, validation, and the merged view the proxy runs on.
  *
  * The loader reports every error it finds, each as "FILE:LINE:COL: message" naming the key, and
  * returns no config when there was any.  Unknown keys, wrong types and duplicate keys are errors

@@ -111,7 +111,7 @@ size_t allow_cfg_map_len(const yaml_node_t *n);
 int allow_cfg_walk(struct cfg_loader *ld, yaml_node_t *n, const struct cfg_key *table, void *base);
 
 /* config_keys.c: the top-level table, and the pass after the walk that resolves each session's
- * bounds: names, merges its bound (DESIGN.md 4.3) and checks it (4.5). */
+ * bounds: names, merges its bound (docs/design.md 4.3) and checks it (4.5). */
 extern const struct cfg_key allow_cfg_top_keys[];
 void allow_cfg_sessions_finish(struct cfg_loader *ld);
 /* A session body (ld->body): root is the body's mapping, or NULL for an empty body. */

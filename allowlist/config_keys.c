@@ -1,4 +1,4 @@
-/* The config's key tables (DESIGN.md 4.1-4.4, 5) and their setters.
+/* The config's key tables (docs/design.md 4.1-4.4, 5) and their setters.
  *
  * Each mapping of the config is described by a table of its keys (name, setter, offset of the
  * field it fills, nested table), nginx-style; allow_cfg_walk (config.c) drives them.  A setter

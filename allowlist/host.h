@@ -1,4 +1,4 @@
-/* Canonical destinations (DESIGN.md 3, step 3).
+/* Canonical destinations (docs/design.md 3, step 3).
  *
  * Every name or address a client sends (request-URI authority, Host, CONNECT target, SNI, a
  * classifier's URL) goes through these functions once; every decision uses only their result.

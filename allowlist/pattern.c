@@ -1,4 +1,4 @@
-/* Pattern sets (DESIGN.md 4.2).
+/* Pattern sets (docs/design.md 4.2).
  *
  * Every pattern is parsed once into (key, scope, port) and stored in one open-addressing hash
  * table of nodes.  A key is a byte string that starts with its kind:

@@ -1,4 +1,4 @@
-/* Host patterns and sets of them (DESIGN.md 4.2).
+/* Host patterns and sets of them (docs/design.md 4.2).
  *
  * A set is built once at config load and then only read, so it may be shared by every connection.
  * Matching is exact on canonical names: a hash of exact names and a hash of wildcard suffixes

@@ -1,4 +1,4 @@
-/* Policy decisions (DESIGN.md 3 step 4, 4.5, 6).  Pure: the same inputs give the same answer. */
+/* Policy decisions (docs/design.md 3 step 4, 4.5, 6).  Pure: the same inputs give the same answer. */
 #include "allowlist/policy.h"
 
 #include <stdio.h>

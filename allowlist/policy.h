@@ -14,7 +14,7 @@ enum allow_reason {
 	ALLOW_IP_LITERAL,          /* ip-literal: an IP literal no allow entry names */
 };
 
-/* "host-not-allowed", ... as in DESIGN.md section 6; "allow" for ALLOW_OK. */
+/* "host-not-allowed", ... as in docs/design.md section 6; "allow" for ALLOW_OK. */
 const char *allow_reason_code(enum allow_reason r);
 
 struct allow_decision {

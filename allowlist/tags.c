@@ -1,4 +1,4 @@
-/* The network-action tag vocabulary (DESIGN.md 4.5). */
+/* The network-action tag vocabulary (docs/design.md 4.5). */
 #include "allowlist/tags.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Network-action tags (DESIGN.md 4.5).
+/* Network-action tags (docs/design.md 4.5).
  *
  * Leaf tags are bits of an unsigned mask, in the alphabetical order of their names so that a
  * mask formats as a sorted list.  The parents `read`, `write` and `all` are not bits: they stand

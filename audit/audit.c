@@ -1,4 +1,4 @@
-/* The audit log writer (DESIGN.md 7): formatting, the hash chain, write/retry, reopen, verify.
+/* The audit log writer (docs/design.md 7): formatting, the hash chain, write/retry, reopen, verify.
  *
  * Every record is formatted straight into one buffer held by the log, behind any bytes a failed
  * write left pending, and the whole buffer goes out in one write(2).  Nothing is allocated per
@@ -308,7 +308,7 @@ static const char *const std_keys[] = {"ts", "seq", "event", "conn", "session", 
         "host", "port", "path", "action", "decision", "reason", "rule", "addr", "status",
         "bytes_out", "bytes_in", "duration_ms", "end", "prev"};
 
-/* Whether k is one of the DESIGN.md keys, which extras may not reuse. */
+/* Whether k is one of the docs/design.md keys, which extras may not reuse. */
 static int is_std_key(const char *k)
 {
 	for (size_t i = 0; i < sizeof std_keys / sizeof std_keys[0]; i++)

@@ -1,7 +1,7 @@
-/* The audit log (DESIGN.md 7): one JSON object per line.
+/* The audit log (docs/design.md 7): one JSON object per line.
  *
  * audit_write() formats the record and writes it with write(2) before it returns, so a decision
- * is in the file before its connection carries a byte.  Keys come in the DESIGN.md order; absent
+ * is in the file before its connection carries a byte.  Keys come in the docs/design.md order; absent
  * fields (NULL strings, negative numbers) are left out. */
 #ifndef EGRESSD_AUDIT_AUDIT_H
 #define EGRESSD_AUDIT_AUDIT_H

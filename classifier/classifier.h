@@ -1,4 +1,4 @@
-/* The command classifier (DESIGN.md 10): which network actions a shell command line performs.
+/* The command classifier (docs/design.md 10): which network actions a shell command line performs.
  *
  * No global state: safe to call from the proxy's loop and from several threads at once. */
 #ifndef EGRESSD_CLASSIFIER_CLASSIFIER_H

@@ -6,7 +6,7 @@
  * as that IPv4 address, because a NAT64 gateway, a 6to4 relay, a Teredo relay or the host's own
  * dual stack will deliver the packet there.  Only an allowAddresses entry naming the IPv6 address
  * itself skips that second judgement; denyAddresses is never skipped.  Besides the schemes
- * DESIGN.md names, the SIIT form ::ffff:0:0:0/96 is decoded too: it reaches IPv4 the same way. */
+ * docs/design.md names, the SIIT form ::ffff:0:0:0/96 is decoded too: it reaches IPv4 the same way. */
 #include "dns/addrpolicy.h"
 
 #include <stdio.h>

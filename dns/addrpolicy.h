@@ -1,4 +1,4 @@
-/* The address policy (DESIGN.md 3, step 5): which resolved addresses may be dialled.
+/* The address policy (docs/design.md 3, step 5): which resolved addresses may be dialled.
  *
  * Always denied unless dns.allowAddresses carves an exception: loopback, 0.0.0.0/8, RFC 1918,
  * CGNAT 100.64.0.0/10, link-local (incl. 169.254.169.254), multicast, broadcast, reserved

@@ -1,4 +1,4 @@
-/* The policy pipeline of one request or CONNECT (DESIGN.md 3, steps 4-6), and the answers it
+/* The policy pipeline of one request or CONNECT (docs/design.md 3, steps 4-6), and the answers it
  * gives: the decision record, the denial response, the 200 to a CONNECT. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -67,7 +67,7 @@ void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char
 		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(c->srv->audit));
 }
 
-/* Writes a denial (DESIGN.md 6) and closes the connection once it is sent.  The decision record
+/* Writes a denial (docs/design.md 6) and closes the connection once it is sent.  The decision record
  * comes first.  reason NULL means a malformed request that never reached a decision. */
 void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char *rule,
 	const char *detail)

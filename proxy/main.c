@@ -1,4 +1,4 @@
-/* egressd: command dispatch (DESIGN.md section 8). */
+/* egressd: command dispatch (docs/design.md section 8). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The peek at a CONNECT tunnel's first bytes (DESIGN.md 3): before the client's bytes reach the
+/* The peek at a CONNECT tunnel's first bytes (docs/design.md 3): before the client's bytes reach the
  * upstream, a TLS ClientHello must name the CONNECT host in its SNI.
  *
  * The upstream is connected, the allow record for the host is written and the client has its 200,

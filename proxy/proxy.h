@@ -241,7 +241,7 @@ void proxy_conn_start_upstream(struct proxy_conn *c);
 void proxy_conn_touch(struct proxy_conn *c);
 void proxy_conn_finish(struct proxy_conn *c, const char *end);
 
-/* Picks the session of the request in c->req (DESIGN.md 4.4) and applies its limits.  Returns 0;
+/* Picks the session of the request in c->req (docs/design.md 4.4) and applies its limits.  Returns 0;
  * or -1 after answering with a denial. */
 int proxy_session_pick(struct proxy_conn *c);
 
@@ -311,7 +311,7 @@ int proxy_relay_read(struct proxy_conn *c, struct proxy_half *from);
 void proxy_relay_drained(struct proxy_conn *c, struct proxy_half *to);
 void proxy_relay_event(struct proxy_conn *c, struct proxy_half *h, short what);
 
-/* deny.c: answers the client with a denial and closes after it is written.  reason is a DESIGN.md
+/* deny.c: answers the client with a denial and closes after it is written.  reason is a docs/design.md
  * section 6 code; rule the rule text; detail the body's explanation (what would allow it). */
 void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char *rule,
 	const char *detail);

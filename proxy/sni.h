@@ -1,4 +1,4 @@
-/* The server name in the TLS ClientHello that opens a CONNECT tunnel (DESIGN.md 3: the peek
+/* The server name in the TLS ClientHello that opens a CONNECT tunnel (docs/design.md 3: the peek
  * before relaying).
  *
  * A pure parser: no allocation, no libevent, no OpenSSL, no global state.  The caller hands in

@@ -36,7 +36,7 @@ SANITIZE = os.environ.get("EGRESSD_SANITIZE", "0").strip().lower() in ("1", "on"
 START_TIMEOUT = 10.0  # seconds to wait for "egressd: listening on"
 IO_TIMEOUT = 10.0     # default socket / subprocess timeout
 
-# Order of the well-known audit keys (DESIGN.md 7); extra keys may follow them.
+# Order of the well-known audit keys (docs/design.md 7); extra keys may follow them.
 AUDIT_KEY_ORDER = ["ts", "seq", "event", "conn", "session", "client", "method", "host", "port",
                    "path", "action", "decision", "reason", "rule", "addr", "status", "bytes_out",
                    "bytes_in", "duration_ms", "end", "prev"]

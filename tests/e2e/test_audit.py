@@ -1,4 +1,4 @@
-"""The audit log (DESIGN.md 7): JSON Lines, start/config first, per-decision records with their
+"""The audit log (docs/design.md 7): JSON Lines, start/config first, per-decision records with their
 fields, one close per connection, a decision on disk before its connection carries a byte,
 SIGUSR1 reopen, stop last."""
 

@@ -1,4 +1,4 @@
-"""`egressd check` and `egressd serve` on good and bad configs (DESIGN.md 4, 5, 8)."""
+"""`egressd check` and `egressd serve` on good and bad configs (docs/design.md 4, 5, 8)."""
 
 import os
 import re

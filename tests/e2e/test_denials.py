@@ -1,4 +1,4 @@
-"""Denials (DESIGN.md 6), one declarative case per behaviour.
+"""Denials (docs/design.md 6), one declarative case per behaviour.
 
 Each case is data: the session's bound (or whole sessions block), what the client sends, the
 status, reason and rule that must come back, words the body must contain, and the fields of the

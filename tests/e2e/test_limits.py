@@ -1,4 +1,4 @@
-"""Timeouts and byte limits end connections, and the close record says which one did (DESIGN.md
+"""Timeouts and byte limits end connections, and the close record says which one did (docs/design.md
 3 step 7-8, 4.4): header-timeout, idle-timeout, limit-bytes; a client's Connection: close is
 honoured."""
 

@@ -1,4 +1,4 @@
-"""SIGHUP reloads the config (DESIGN.md 5): a valid new config takes effect for new connections;
+"""SIGHUP reloads the config (docs/design.md 5): a valid new config takes effect for new connections;
 one that fails validation is reported with its position and the running config stays."""
 
 import os
