@@ -504,8 +504,7 @@ static int set_actions(struct cfg_loader *ld, const struct cfg_key *k, yaml_node
 			char q[CFG_QUOTE_BUF];
 			allow_cfg_err_at(ld, item,
 			        "%s is not an action (use all, read, write, dns, git:fetch, "
-			        "git:push, "
-			        "http:read, http:write, ssh:read, ssh:write)",
+			        "git:push, http:read, http:write, net:raw, ssh:read, ssh:write)",
 			        allow_cfg_quote(q, sizeof q, v, len));
 			rc = -1;
 		} else {

@@ -91,13 +91,15 @@ void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsig
 	if (hit != 0) {
 		unsigned bit = hit & (~hit + 1); /* the lowest, so the answer does not vary */
 		const char *name = allow_tag_name(bit);
-		unsigned group = (bit & ALLOW_TAGS_READ) ? ALLOW_TAGS_READ : ALLOW_TAGS_WRITE;
 		/* deny_actions holds leaves only, so a config that said "write" or "all" shows up
 		 * as a whole group: name the parent too, since removing the leaf alone is
-		 * impossible. */
-		const char *parent = (b->deny_actions & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all"
-		                     : (b->deny_actions & group) == group
-		                             ? (group == ALLOW_TAGS_READ ? "read" : "write")
+		 * impossible.  net:raw sits under both read and write; either may be the one. */
+		unsigned da = b->deny_actions;
+		const char *parent = (da & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all"
+		                     : (bit & ALLOW_TAGS_READ) && (da & ALLOW_TAGS_READ) == ALLOW_TAGS_READ
+		                             ? "read"
+		                     : (bit & ALLOW_TAGS_WRITE) && (da & ALLOW_TAGS_WRITE) == ALLOW_TAGS_WRITE
+		                             ? "write"
 		                             : NULL;
 		out->reason = ALLOW_ACTION_DENIED;
 		snprintf(out->rule, sizeof out->rule, "actions: %s", name);

@@ -15,13 +15,14 @@ static const struct tag_entry tag_table[] = {
         {"git:push", ALLOW_TAG_GIT_PUSH},
         {"http:read", ALLOW_TAG_HTTP_READ},
         {"http:write", ALLOW_TAG_HTTP_WRITE},
+        {"net:raw", ALLOW_TAG_NET_RAW},
         {"ssh:read", ALLOW_TAG_SSH_READ},
         {"ssh:write", ALLOW_TAG_SSH_WRITE},
         {"read", ALLOW_TAGS_READ},
         {"write", ALLOW_TAGS_WRITE},
         {"all", ALLOW_TAGS_ALL},
 };
-#define LEAF_COUNT 7
+#define LEAF_COUNT 8
 
 int allow_tag_parse(const char *name, size_t len, unsigned *mask)
 {

@@ -14,12 +14,18 @@ enum allow_tag {
 	ALLOW_TAG_GIT_PUSH = 1u << 2,   /* git:push: push, send-pack */
 	ALLOW_TAG_HTTP_READ = 1u << 3,  /* http:read: GET, HEAD, OPTIONS without a body */
 	ALLOW_TAG_HTTP_WRITE = 1u << 4, /* http:write: any request that sends a body or changes state */
-	ALLOW_TAG_SSH_READ = 1u << 5,   /* ssh:read: an ssh session */
-	ALLOW_TAG_SSH_WRITE = 1u << 6,  /* ssh:write: scp, sftp, rsync to a remote */
+	ALLOW_TAG_NET_RAW = 1u << 5,    /* net:raw: a connection whose action nothing can tell (nc,
+	                                   socat, /dev/tcp, an interpreter one-liner's socket) */
+	ALLOW_TAG_SSH_READ = 1u << 6,   /* ssh:read: an ssh session */
+	ALLOW_TAG_SSH_WRITE = 1u << 7,  /* ssh:write: scp, sftp, rsync to a remote */
 };
 
-#define ALLOW_TAGS_READ (ALLOW_TAG_DNS | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_HTTP_READ | ALLOW_TAG_SSH_READ)
-#define ALLOW_TAGS_WRITE (ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_WRITE)
+/* net:raw is a child of both `read` and `write`: denying either parent denies it. */
+#define ALLOW_TAGS_READ                                                                            \
+	(ALLOW_TAG_DNS | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_HTTP_READ | ALLOW_TAG_NET_RAW |           \
+	        ALLOW_TAG_SSH_READ)
+#define ALLOW_TAGS_WRITE                                                                           \
+	(ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_NET_RAW | ALLOW_TAG_SSH_WRITE)
 #define ALLOW_TAGS_ALL (ALLOW_TAGS_READ | ALLOW_TAGS_WRITE)
 
 /* Parses one tag name ("git:push", "read", "all", ...) into the mask of leaf tags it covers.

@@ -235,6 +235,18 @@ static void test_empty_allow_list(void **state)
 	allow_config_free(c);
 }
 
+/* net:raw is an action of its own (a bound may deny it alone), and `all` covers it. */
+static void test_net_raw_action(void **state)
+{
+	(void)state;
+	struct allow_config *c = load_ok("bounds:\n  r: {network: {actions: [net:raw]}}\n"
+	                                 "sessions:\n  a: {bounds: [r]}\n"
+	                                 "  b: {bound: {network: {actions: [all]}}}\n");
+	assert_int_equal(allow_config_session(c, "a")->bound.deny_actions, ALLOW_TAG_NET_RAW);
+	assert_true(allow_config_session(c, "b")->bound.deny_actions & ALLOW_TAG_NET_RAW);
+	allow_config_free(c);
+}
+
 static void test_print(void **state)
 {
 	(void)state;
@@ -270,7 +282,8 @@ static void test_print(void **state)
 		"session b\n"
 		"  allowDomains: (empty: nothing is allowed)\n"
 		"  domains: x.test\n"
-		"  actions denied: dns, git:fetch, git:push, http:read, http:write, ssh:read, ssh:write\n"
+		"  actions denied: dns, git:fetch, git:push, http:read, http:write, net:raw, ssh:read, "
+		"ssh:write\n"
 		"  enforce: sandbox\n"
 		"  limits: maxConnections=1 maxConnectionsTotal=2 maxBytesOut=1500B maxBytesIn=2KiB"
 		" maxNewHostsPerMinute=3 expiresIn=90s\n"
@@ -578,7 +591,7 @@ static const struct error_case error_cases[] = {
 		"or sandbox)"},
 	{"bounds:\n  b:\n    network: {actions: [git:pull]}\n",
 		"t.yaml:3:25: bounds.b.network.actions[0]: \"git:pull\" is not an action (use all, read, "
-		"write, dns, git:fetch, git:push, http:read, http:write, ssh:read, ssh:write)"},
+		"write, dns, git:fetch, git:push, http:read, http:write, net:raw, ssh:read, ssh:write)"},
 	{"bounds:\n  g: {}\nsessions:\n  s:\n    bounds: [g, gh]\n",
 		"t.yaml:5:17: sessions.s.bounds[1]: unknown bound \"gh\" (defined under bounds: g)"},
 	{"sessions:\n  s: {bounds: [gh]}\n",
@@ -947,6 +960,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_empty_allow_list),
+		cmocka_unit_test(test_net_raw_action),
 		cmocka_unit_test(test_print),
 		cmocka_unit_test(test_example_file),
 		cmocka_unit_test(test_sizes),

@@ -108,6 +108,14 @@ static const struct decide_case decide_cases[] = {
                 "remove \"http:read\" (or \"all\", which covers it) from actions"},
         {{0, {0}, {0}, "git:push", 0}, "example.test:80", ALLOW_TAG_GIT_PUSH | ALLOW_TAG_DNS,
                 ALLOW_ACTION_DENIED, "actions: git:push", "remove \"git:push\" from actions"},
+        /* net:raw is under read and under write: the hint names the parent the config used */
+        {{0, {0}, {0}, "write", 0}, "example.test:80", ALLOW_TAG_NET_RAW, ALLOW_ACTION_DENIED,
+                "actions: net:raw", "remove \"net:raw\" (or \"write\", which covers it) from actions"},
+        {{0, {0}, {0}, "read", 0}, "example.test:80", ALLOW_TAG_NET_RAW, ALLOW_ACTION_DENIED,
+                "actions: net:raw", "remove \"net:raw\" (or \"read\", which covers it) from actions"},
+        {{0, {0}, {0}, "net:raw", 0}, "example.test:80", ALLOW_TAG_NET_RAW, ALLOW_ACTION_DENIED,
+                "actions: net:raw", "remove \"net:raw\" from actions"},
+        {{0, {0}, {0}, "read", 0}, "example.test:80", ALLOW_TAG_HTTP_WRITE, ALLOW_OK, "", ""},
         /* host reasons come before action reasons */
         {{1, {"github.test"}, {0}, "git:push", 0}, "gitlab.test:443", ALLOW_TAG_GIT_PUSH,
                 ALLOW_HOST_NOT_ALLOWED, "allowDomains (no entry matches)",

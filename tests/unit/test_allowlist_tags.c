@@ -21,11 +21,18 @@ static const struct parse_case parse_cases[] = {
         {"git:push", 0, ALLOW_TAG_GIT_PUSH},
         {"http:read", 0, ALLOW_TAG_HTTP_READ},
         {"http:write", 0, ALLOW_TAG_HTTP_WRITE},
+        {"net:raw", 0, ALLOW_TAG_NET_RAW},
         {"ssh:read", 0, ALLOW_TAG_SSH_READ},
         {"ssh:write", 0, ALLOW_TAG_SSH_WRITE},
-        {"read", 0, ALLOW_TAG_DNS | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_HTTP_READ | ALLOW_TAG_SSH_READ},
-        {"write", 0, ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_WRITE},
-        {"all", 0, 0x7f},
+        {"read", 0,
+                ALLOW_TAG_DNS | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_HTTP_READ | ALLOW_TAG_NET_RAW |
+                        ALLOW_TAG_SSH_READ},
+        {"write", 0,
+                ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_NET_RAW | ALLOW_TAG_SSH_WRITE},
+        {"all", 0, 0xff},
+        {"net:RAW", -1, 0},
+        {"net", -1, 0},
+        {"raw", -1, 0},
         {"", -1, 0},
         {"none", -1, 0},
         {"Git:Push", -1, 0},
@@ -66,15 +73,22 @@ static void test_tag_name(void **state)
 	assert_string_equal(allow_tag_name(ALLOW_TAG_SSH_WRITE), "ssh:write");
 	assert_null(allow_tag_name(0));
 	assert_null(allow_tag_name(ALLOW_TAG_DNS | ALLOW_TAG_GIT_PUSH));
-	assert_null(allow_tag_name(1u << 7));
-	/* Every leaf round-trips through its name. */
+	assert_string_equal(allow_tag_name(ALLOW_TAG_NET_RAW), "net:raw");
+	assert_null(allow_tag_name(1u << 8));
+	/* Every leaf round-trips through its name, and the names sort in bit order. */
+	const char *prev = "";
 	for (unsigned bit = 1; bit & ALLOW_TAGS_ALL; bit <<= 1) {
 		unsigned mask = 0;
 		const char *n = allow_tag_name(bit);
 		assert_non_null(n);
 		assert_int_equal(allow_tag_parse(n, strlen(n), &mask), 0);
 		assert_int_equal(mask, bit);
+		assert_true(strcmp(prev, n) < 0);
+		prev = n;
 	}
+	/* the leaves are contiguous bits, and net:raw is the one child of both parents */
+	assert_int_equal(ALLOW_TAGS_ALL & (ALLOW_TAGS_ALL + 1), 0);
+	assert_int_equal(ALLOW_TAGS_READ & ALLOW_TAGS_WRITE, ALLOW_TAG_NET_RAW);
 }
 
 struct format_case {
@@ -87,9 +101,12 @@ static const struct format_case format_cases[] = {
         {0, ",", "none"},
         {ALLOW_TAG_GIT_PUSH, ",", "git:push"},
         {ALLOW_TAG_SSH_WRITE | ALLOW_TAG_DNS | ALLOW_TAG_GIT_PUSH, ",", "dns,git:push,ssh:write"},
-        {ALLOW_TAGS_WRITE, " ", "git:push http:write ssh:write"},
+        {ALLOW_TAGS_WRITE, " ", "git:push http:write net:raw ssh:write"},
+        {ALLOW_TAGS_READ, " ", "dns git:fetch http:read net:raw ssh:read"},
+        {ALLOW_TAG_NET_RAW | ALLOW_TAG_SSH_READ | ALLOW_TAG_HTTP_WRITE, ",",
+                "http:write,net:raw,ssh:read"},
         {ALLOW_TAGS_ALL, ", ",
-                "dns, git:fetch, git:push, http:read, http:write, ssh:read, ssh:write"},
+                "dns, git:fetch, git:push, http:read, http:write, net:raw, ssh:read, ssh:write"},
         {ALLOW_TAG_HTTP_READ | (1u << 12), ",", "http:read"},
 };
 
