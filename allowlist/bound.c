@@ -6,6 +6,7 @@
 int allow_bound_init(struct allow_bound *b)
 {
 	b->allow = NULL;
+	b->inspect = NULL;
 	b->deny_actions = 0;
 	b->enforce = ALLOW_ENFORCE_UNSET;
 	b->deny = allow_set_new(ALLOW_SET_DENY);
@@ -16,8 +17,10 @@ void allow_bound_free(struct allow_bound *b)
 {
 	allow_set_free(b->allow);
 	allow_set_free(b->deny);
+	allow_set_free(b->inspect);
 	b->allow = NULL;
 	b->deny = NULL;
+	b->inspect = NULL;
 }
 
 /* Adds the patterns of src (canonical texts, so they parse again) to dst.  0 or -1. */
@@ -35,9 +38,15 @@ int allow_bound_merge(struct allow_bound *dst, const struct allow_bound *src)
 {
 	/* Both new sets are built before dst changes, so a failure leaves dst as it was. */
 	struct allow_set *deny = allow_set_new(ALLOW_SET_DENY);
-	struct allow_set *allow = NULL;
+	struct allow_set *allow = NULL, *inspect = NULL;
 	if (deny == NULL || add_all(deny, dst->deny) == -1 || add_all(deny, src->deny) == -1)
 		goto fail;
+	if (dst->inspect != NULL || src->inspect != NULL) {
+		inspect = allow_set_new(ALLOW_SET_ALLOW);
+		if (inspect == NULL || add_all(inspect, dst->inspect) == -1 ||
+		        add_all(inspect, src->inspect) == -1)
+			goto fail;
+	}
 
 	if (src->allow != NULL) {
 		allow = allow_set_new(ALLOW_SET_ALLOW);
@@ -57,6 +66,10 @@ int allow_bound_merge(struct allow_bound *dst, const struct allow_bound *src)
 
 	allow_set_free(dst->deny);
 	dst->deny = deny;
+	if (inspect != NULL) {
+		allow_set_free(dst->inspect);
+		dst->inspect = inspect;
+	}
 	if (allow != NULL) {
 		allow_set_free(dst->allow);
 		dst->allow = allow;
@@ -69,6 +82,7 @@ int allow_bound_merge(struct allow_bound *dst, const struct allow_bound *src)
 fail:
 	allow_set_free(deny);
 	allow_set_free(allow);
+	allow_set_free(inspect);
 	return -1;
 }
 

@@ -15,6 +15,8 @@ enum allow_enforce {
 struct allow_bound {
 	struct allow_set *allow;   /* allowDomains; NULL when absent (no restriction), empty = nothing */
 	struct allow_set *deny;    /* domains; never NULL once built */
+	struct allow_set *inspect; /* inspect: hosts whose HTTPS is terminated and decided request
+	                              by request (docs/design.md 11); NULL when none */
 	unsigned deny_actions;     /* leaf tags denied (parents expanded) */
 	enum allow_enforce enforce;
 };
@@ -34,8 +36,9 @@ struct allow_limits {
 int allow_bound_init(struct allow_bound *b);
 void allow_bound_free(struct allow_bound *b);
 
-/* Merges src into dst (4.3): deny and actions are unions; allowDomains is the intersection of
- * identical entries where an absent list has no effect; sandbox wins over guard.  0 or -1. */
+/* Merges src into dst (4.3): deny, inspect and actions are unions; allowDomains is the
+ * intersection of identical entries where an absent list has no effect; sandbox wins over
+ * guard.  0 or -1. */
 int allow_bound_merge(struct allow_bound *dst, const struct allow_bound *src);
 
 /* Every field ALLOW_UNLIMITED. */

@@ -426,6 +426,7 @@ static void defaults_init(struct allow_config *cfg)
 {
 	cfg->dns.timeout_ms = 5000;
 	cfg->limits.max_clients = 10000;
+	cfg->limits.max_clients_per_source = 1000;
 	cfg->limits.max_header_bytes = 65536;
 	cfg->limits.max_headers = 100;
 	cfg->limits.header_timeout_ms = 10000;
@@ -755,14 +756,21 @@ struct allow_config *allow_config_load(const char *path, struct allow_errors *er
 	return cfg;
 }
 
+static void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 void allow_config_free(struct allow_config *cfg)
 {
 	if (cfg == NULL)
 		return;
 	free(cfg->path);
-	for (size_t i = 0; i < cfg->nlisten_proxy; i++)
-		free(cfg->listen_proxy[i]);
-	free(cfg->listen_proxy);
+	free_strings(cfg->listen_proxy, cfg->nlisten_proxy);
+	free_strings(cfg->listen_socks5, cfg->nlisten_socks5);
+	free_strings(cfg->listen_transparent, cfg->nlisten_transparent);
 	free(cfg->listen_control);
 	free(cfg->listen_metrics);
 	for (size_t i = 0; i < cfg->dns.nservers; i++)

@@ -36,6 +36,8 @@ struct allow_dns_config {
 
 struct allow_global_limits {
 	uint64_t max_clients;       /* maxClients, default 10000 */
+	uint64_t max_clients_per_source; /* maxClientsPerSource: connections one client address
+	                                    holds before a session is known, default 1000 */
 	uint64_t max_header_bytes;  /* maxHeaderBytes, default 65536 */
 	uint64_t max_headers;       /* maxHeaders (count), default 100 */
 	uint64_t header_timeout_ms; /* headerTimeout, default 10s */
@@ -51,7 +53,6 @@ struct allow_session_config {
 	char *token;                 /* auth.token, or the contents of auth.tokenFile; NULL = none */
 	struct allow_cidr *clients;  /* source addresses that select this session */
 	size_t nclients;
-	int inspect;                 /* tls inspection on (reserved; always 0 for now) */
 };
 
 struct allow_named_bound {
@@ -63,6 +64,10 @@ struct allow_config {
 	char *path;                      /* the file it came from */
 	char **listen_proxy;             /* listen.proxy: "HOST:PORT" strings, at least one */
 	size_t nlisten_proxy;
+	char **listen_socks5;            /* listen.socks5: "HOST:PORT" strings, may be none */
+	size_t nlisten_socks5;
+	char **listen_transparent;       /* listen.transparent (SO_ORIGINAL_DST), may be none */
+	size_t nlisten_transparent;
 	char *listen_control;            /* listen.control or NULL */
 	char *listen_metrics;            /* listen.metrics or NULL */
 	struct allow_dns_config dns;

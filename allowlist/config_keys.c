@@ -443,7 +443,11 @@ static int bound_init(struct cfg_loader *ld, struct cfg_bound_work *w, yaml_node
 	return 0;
 }
 
-/* allowDomains / domains: a list of patterns, each checked by the pattern module. */
+/* Which set of a bound a pattern list fills: k->kind is the allow_set_kind, and inspect (an
+ * allow-style list) is told apart by this value. */
+#define CFG_SET_INSPECT 0x100
+
+/* allowDomains / domains / inspect: a list of patterns, each checked by the pattern module. */
 static int set_patterns(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
         yaml_node_t *val, void *base)
 {
@@ -451,11 +455,14 @@ static int set_patterns(struct cfg_loader *ld, const struct cfg_key *k, yaml_nod
 	long n = want_list(ld, val);
 	if (n == -1)
 		return -1;
-	struct allow_set **set = k->kind == ALLOW_SET_ALLOW ? &w->b.allow : &w->b.deny;
+	struct allow_set **set = k->kind == CFG_SET_INSPECT   ? &w->b.inspect
+	                         : k->kind == ALLOW_SET_ALLOW ? &w->b.allow
+	                                                      : &w->b.deny;
 	if (k->kind == ALLOW_SET_ALLOW)
 		w->allow_key = key;
 	if (*set == NULL) {
-		*set = allow_set_new((enum allow_set_kind)k->kind);
+		*set = allow_set_new(
+		        k->kind == ALLOW_SET_DENY ? ALLOW_SET_DENY : ALLOW_SET_ALLOW);
 		if (*set == NULL) {
 			allow_cfg_err_oom(ld, val);
 			return -1;
@@ -543,6 +550,7 @@ static const struct cfg_key network_keys[] = {
         {.name = "domains", .set = set_patterns, .kind = ALLOW_SET_DENY},
         {.name = "actions", .set = set_actions},
         {.name = "enforce", .set = set_enforce},
+        {.name = "inspect", .set = set_patterns, .kind = CFG_SET_INSPECT},
         {.name = NULL},
 };
 
@@ -1024,43 +1032,12 @@ static int session_merge(struct cfg_loader *ld, struct cfg_session_work *w)
 	return rc;
 }
 
-/* 1 when a mask denies exactly one of a read/write pair. */
-static int half_denied(unsigned mask, unsigned rd, unsigned wr)
-{
-	return ((mask & rd) != 0) != ((mask & wr) != 0);
-}
-
-/* DESIGN 4.5: without TLS inspection a tunnel cannot tell reads from writes, so a bound that
- * denies only one of a pair would promise what egressd cannot keep. */
-static void session_check_actions(struct cfg_loader *ld, const struct cfg_session_work *w)
-{
-	if (w->s.inspect)
-		return;
-	unsigned m = w->s.bound.deny_actions;
-	const char *pair = NULL;
-	if (half_denied(m, ALLOW_TAG_HTTP_READ, ALLOW_TAG_HTTP_WRITE))
-		pair = (m & ALLOW_TAG_HTTP_READ) ? "http:read but not http:write"
-		                                 : "http:write but not http:read";
-	else if (half_denied(m, ALLOW_TAG_SSH_READ, ALLOW_TAG_SSH_WRITE))
-		pair = (m & ALLOW_TAG_SSH_READ) ? "ssh:read but not ssh:write"
-		                                : "ssh:write but not ssh:read";
-	if (pair == NULL)
-		return;
-	allow_cfg_err_at(ld, w->key,
-	        "the merged bound denies %s, which egressd cannot enforce without TLS "
-	        "inspection: a CONNECT tunnel carries reads and writes alike; deny both or neither",
-	        pair);
-}
-
 void allow_cfg_sessions_finish(struct cfg_loader *ld)
 {
 	for (size_t i = 0; i < ld->nsw; i++) {
 		struct cfg_session_work *w = &ld->sw[i];
 		path_session(ld, w);
-		if (session_merge(ld, w) == 0) {
-			path_session(ld, w);
-			session_check_actions(ld, w);
-		}
+		session_merge(ld, w);
 	}
 	allow_cfg_path_pop(ld, 0);
 }
@@ -1076,6 +1053,14 @@ static const struct cfg_key listen_keys[] = {
                 .set = set_control,
                 .off = offsetof(struct allow_config, listen_control)},
         {.name = "metrics", .set = set_addr, .off = offsetof(struct allow_config, listen_metrics)},
+        {.name = "socks5",
+                .set = set_addr_list,
+                .off = offsetof(struct allow_config, listen_socks5),
+                .off_n = offsetof(struct allow_config, nlisten_socks5)},
+        {.name = "transparent",
+                .set = set_addr_list,
+                .off = offsetof(struct allow_config, listen_transparent),
+                .off_n = offsetof(struct allow_config, nlisten_transparent)},
         {.name = NULL},
 };
 
@@ -1106,6 +1091,10 @@ static const struct cfg_key limits_keys[] = {
         {.name = "maxClients",
                 .set = set_count,
                 .off = offsetof(struct allow_global_limits, max_clients),
+                .min = 1},
+        {.name = "maxClientsPerSource",
+                .set = set_count,
+                .off = offsetof(struct allow_global_limits, max_clients_per_source),
                 .min = 1},
         {.name = "maxHeaderBytes",
                 .set = set_size,

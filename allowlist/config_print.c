@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "allowlist/action.h"
 #include "allowlist/config.h"
 #include "allowlist/tags.h"
 
@@ -78,6 +79,85 @@ static const char *enforce_name(enum allow_enforce e)
 	return "(not set)";
 }
 
+/* 1 when the allowDomains pattern p is covered by the inspect list: listed as such, or a plain
+ * host that an inspect pattern matches. */
+static int pattern_inspected(const struct allow_bound *b, const char *p)
+{
+	if (b->inspect == NULL)
+		return 0;
+	if (allow_set_has(b->inspect, p))
+		return 1;
+	struct allow_dest d;
+	if (p[0] == '*' || allow_canon_authority(p, strlen(p), 443, &d) != ALLOW_CANON_OK)
+		return 0;
+	return allow_inspected(b, &d);
+}
+
+/* What each kind of tunnel gets under the bound (docs/design.md 4.5), with the hosts whose
+ * HTTPS tunnels are refused as inspection-required and how to change that. */
+static void print_tunnels(FILE *out, const struct allow_bound *b)
+{
+	static const enum allow_tunnel_kind kinds[] = {
+	        ALLOW_TUNNEL_TLS, ALLOW_TUNNEL_HTTP, ALLOW_TUNNEL_SSH, ALLOW_TUNNEL_OTHER};
+	static const char *const labels[] = {"https", "plain http", "ssh", "other"};
+	struct allow_dest any;
+	memset(&any, 0, sizeof any);
+	any.kind = ALLOW_HOST_NAME;
+	any.port = 443;
+	snprintf(any.host, sizeof any.host, "%s", "any.invalid");
+	fprintf(out, "  tunnels:\n");
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		struct allow_decision d;
+		int insp;
+		allow_tunnel_decide(b, &any, kinds[k], &insp, &d);
+		fprintf(out, "    %s: ", labels[k]);
+		if (kinds[k] == ALLOW_TUNNEL_HTTP && d.reason == ALLOW_OK) {
+			char t[160];
+			allow_tags_format(b->deny_actions & allow_tunnel_carries(kinds[k]), ", ", t,
+			        sizeof t);
+			fprintf(out, "each request decided by its method and path%s%s%s\n",
+			        b->deny_actions & allow_tunnel_carries(kinds[k]) ? " (" : "",
+			        b->deny_actions & allow_tunnel_carries(kinds[k]) ? t : "",
+			        b->deny_actions & allow_tunnel_carries(kinds[k]) ? " denied)" : "");
+			continue;
+		}
+		if (d.reason == ALLOW_OK) {
+			fprintf(out, "relayed after the first bytes are checked\n");
+			continue;
+		}
+		if (d.reason == ALLOW_ACTION_DENIED || kinds[k] != ALLOW_TUNNEL_TLS) {
+			fprintf(out, "refused (%s: %s); to allow them, %s\n",
+			        allow_reason_code(d.reason), d.rule, d.hint);
+			continue;
+		}
+		/* HTTPS, part of what it carries denied: refused unless inspected. */
+		char names[160];
+		allow_tags_format(b->deny_actions & allow_tunnel_carries(kinds[k]), ", ", names,
+		        sizeof names);
+		if (b->allow == NULL) {
+			fprintf(out, "refused as inspection-required to every host not in inspect (%s "
+			             "denied)",
+			        names);
+		} else {
+			size_t refused = 0;
+			for (size_t i = 0; i < allow_set_count(b->allow); i++) {
+				const char *p = allow_set_pattern(b->allow, i);
+				if (pattern_inspected(b, p))
+					continue;
+				fprintf(out, "%s%s", refused++ ? ", " : "refused as inspection-required to ",
+				        p);
+			}
+			if (refused == 0)
+				fprintf(out, "inspected: each request decided inside the tunnel (%s denied)",
+				        names);
+			else
+				fprintf(out, " (%s denied)", names);
+		}
+		fprintf(out, "; to allow them, add the hosts to inspect, or remove %s from actions\n",
+		        names);
+	}
+}
+
 static void print_session(FILE *out, const struct allow_session_config *s)
 {
 	fprintf(out, "session %s\n", s->name);
@@ -90,7 +170,9 @@ static void print_session(FILE *out, const struct allow_session_config *s)
 	else
 		allow_tags_format(s->bound.deny_actions, ", ", tags, sizeof tags);
 	fprintf(out, "  actions denied: %s\n", tags);
+	print_set(out, "inspect", s->bound.inspect, "(none)", "(none)");
 	fprintf(out, "  enforce: %s\n", enforce_name(s->bound.enforce));
+	print_tunnels(out, &s->bound);
 	print_limits(out, &s->limits);
 	/* The token itself is a secret: only whether there is one. */
 	fprintf(out, "  auth: %s\n", s->token != NULL ? "token" : "(none)");

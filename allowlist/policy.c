@@ -21,6 +21,8 @@ const char *allow_reason_code(enum allow_reason r)
 		return "action-denied";
 	case ALLOW_IP_LITERAL:
 		return "ip-literal";
+	case ALLOW_INSPECTION_REQUIRED:
+		return "inspection-required";
 	}
 	return "unknown";
 }

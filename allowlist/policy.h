@@ -12,6 +12,8 @@ enum allow_reason {
 	ALLOW_PORT_NOT_ALLOWED,    /* port-not-allowed: the host is allowed on other ports */
 	ALLOW_ACTION_DENIED,       /* action-denied: the bound's actions deny it */
 	ALLOW_IP_LITERAL,          /* ip-literal: an IP literal no allow entry names */
+	ALLOW_INSPECTION_REQUIRED, /* inspection-required: a tunnel would carry actions the bound
+	                              denies beside ones it allows (allowlist/action.h) */
 };
 
 /* "host-not-allowed", ... as in docs/design.md section 6; "allow" for ALLOW_OK. */

@@ -19,6 +19,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "allowlist/action.h"
 #include "allowlist/tags.h"
 #include "proxy/proxy.h"
 
@@ -511,50 +512,6 @@ static void add_headers(struct evbuffer *out, const struct proxy_head *h, int sk
 	}
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch |= 0x20;
-	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
-/* The leaf tag of a plain request.  git smart HTTP is recognised anywhere in the path or query,
- * after percent-decoding and case-folding, so that "git%2Dreceive-pack" or ".../GIT-RECEIVE-PACK/"
- * is still a push: unsure means more.  Otherwise GET, HEAD and OPTIONS without a body read; all
- * else writes. */
-static unsigned request_action(const char *method, const char *path, int has_body)
-{
-	size_t n = strlen(path);
-	char *d = malloc(n + 1);
-	if (d == NULL)
-		return ALLOW_TAGS_ALL; /* cannot tell: every tag, so any denied one denies */
-	size_t j = 0;
-	for (size_t i = 0; i < n; i++) {
-		int hi, lo;
-		if (path[i] == '%' && i + 2 < n && (hi = hexval(path[i + 1])) >= 0 &&
-			(lo = hexval(path[i + 2])) >= 0) {
-			d[j++] = (char)tolower(hi * 16 + lo);
-			i += 2;
-		} else {
-			d[j++] = (char)tolower((unsigned char)path[i]);
-		}
-	}
-	d[j] = '\0';
-	unsigned tag = 0;
-	if (strstr(d, "git-receive-pack") != NULL)
-		tag = ALLOW_TAG_GIT_PUSH;
-	else if (strstr(d, "git-upload-pack") != NULL)
-		tag = ALLOW_TAG_GIT_FETCH;
-	free(d);
-	if (tag != 0)
-		return tag;
-	if (!has_body && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
-				 strcmp(method, "OPTIONS") == 0))
-		return ALLOW_TAG_HTTP_READ;
-	return ALLOW_TAG_HTTP_WRITE;
-}
-
 /* Framing checks on a complete request head, beyond what http-parser enforces (it already
  * refuses Content-Length with Transfer-Encoding, disagreeing or non-numeric Content-Lengths, and a
  * request Transfer-Encoding whose last coding is not chunked). */
@@ -723,7 +680,7 @@ int proxy_http_head_target(struct proxy_conn *c, const char **reason, char *why,
 		c->path[off++] = '/';
 	memcpy(c->path + off, aend, plen);
 	c->path[off + plen] = '\0';
-	c->action = request_action(c->method, c->path, proxy_http_request_has_body(c));
+	c->action = allow_http_action(c->method, c->path, strlen(c->path), proxy_http_request_has_body(c));
 	return 0;
 }
 

@@ -137,7 +137,7 @@ static void test_design_example(void **state)
 	assert_int_equal(allow_set_count(s->bound.deny), 0);
 	assert_int_equal(s->bound.deny_actions, ALLOW_TAG_GIT_PUSH);
 	assert_int_equal(s->bound.enforce, ALLOW_ENFORCE_SANDBOX);
-	assert_int_equal(s->inspect, 0);
+	assert_null(s->bound.inspect);
 	allow_config_free(c);
 }
 
@@ -257,7 +257,17 @@ static void test_print(void **state)
 		"  allowDomains: github.com, *.github.com\n"
 		"  domains: (none)\n"
 		"  actions denied: git:push\n"
+		"  inspect: (none)\n"
 		"  enforce: sandbox\n"
+		"  tunnels:\n"
+		"    https: refused as inspection-required to github.com, *.github.com (git:push "
+		"denied); to allow them, add the hosts to inspect, or remove git:push from actions\n"
+		"    plain http: each request decided by its method and path (git:push denied)\n"
+		"    ssh: relayed after the first bytes are checked\n"
+		"    other: refused (inspection-required: actions: git:push (an opaque tunnel carries "
+		"dns, git:fetch, git:push, http:read, http:write, net:raw, ssh:read, ssh:write)); to allow "
+		"them, remove git:push from actions: egressd cannot tell the actions inside an opaque "
+		"tunnel apart\n"
 		"  limits: maxConnections=64 maxBytesOut=100MiB expiresIn=8h (others unlimited)\n"
 		"  auth: token\n"
 		"  clients: 10.0.0.0/8, 2001:db8::1/128\n");
@@ -274,7 +284,13 @@ static void test_print(void **state)
 		"  allowDomains: (any host that domains does not deny)\n"
 		"  domains: (none)\n"
 		"  actions denied: (none)\n"
+		"  inspect: (none)\n"
 		"  enforce: (not set)\n"
+		"  tunnels:\n"
+		"    https: relayed after the first bytes are checked\n"
+		"    plain http: each request decided by its method and path\n"
+		"    ssh: relayed after the first bytes are checked\n"
+		"    other: relayed after the first bytes are checked\n"
 		"  limits: (all unlimited)\n"
 		"  auth: (none)\n"
 		"  clients: (none)\n"
@@ -284,7 +300,21 @@ static void test_print(void **state)
 		"  domains: x.test\n"
 		"  actions denied: dns, git:fetch, git:push, http:read, http:write, net:raw, ssh:read, "
 		"ssh:write\n"
+		"  inspect: (none)\n"
 		"  enforce: sandbox\n"
+		"  tunnels:\n"
+		"    https: refused (action-denied: actions: git:fetch, git:push, http:read, "
+		"http:write); to allow them, remove from actions one of git:fetch, git:push, "
+		"http:read, http:write, which is all an HTTPS tunnel carries\n"
+		"    plain http: refused (action-denied: actions: git:fetch, git:push, http:read, "
+		"http:write); to allow them, remove from actions one of git:fetch, git:push, "
+		"http:read, http:write, which is all a plain HTTP tunnel carries\n"
+		"    ssh: refused (action-denied: actions: ssh:read, ssh:write); to allow them, remove "
+		"from actions one of ssh:read, ssh:write, which is all an SSH tunnel carries\n"
+		"    other: refused (action-denied: actions: dns, git:fetch, git:push, http:read, "
+		"http:write, net:raw, ssh:read, ssh:write); to allow them, remove from actions one "
+		"of dns, git:fetch, git:push, http:read, http:write, net:raw, ssh:read, ssh:write, "
+		"which is all an opaque tunnel carries\n"
 		"  limits: maxConnections=1 maxConnectionsTotal=2 maxBytesOut=1500B maxBytesIn=2KiB"
 		" maxNewHostsPerMinute=3 expiresIn=90s\n"
 		"  auth: (none)\n"
@@ -471,13 +501,13 @@ static const struct error_case error_cases[] = {
 		"t.yaml:1:1: zzz: unknown key (expected one of: listen, dns, limits, audit, bounds, "
 		"sessions)"},
 	{"listen: {proxi: [\"127.0.0.1:1\"]}\n",
-		"t.yaml:1:10: listen.proxi: unknown key (expected one of: proxy, control, metrics)"},
+		"t.yaml:1:10: listen.proxi: unknown key (expected one of: proxy, control, metrics, socks5, transparent)"},
 	{"dns:\n  hostz: {}\n",
 		"t.yaml:2:3: dns.hostz: unknown key (expected one of: servers, hosts, allowAddresses, "
 		"denyAddresses, timeout)"},
 	{"limits:\n  maxBytesOut: 1\n",
 		"t.yaml:2:3: limits.maxBytesOut: unknown key (expected one of: maxClients, "
-		"maxHeaderBytes, maxHeaders, headerTimeout, idleTimeout, connectTimeout, "
+		"maxClientsPerSource, maxHeaderBytes, maxHeaders, headerTimeout, idleTimeout, connectTimeout, "
 		"shutdownGrace)"},
 	{"audit: {file: x}\n",
 		"t.yaml:1:9: audit.file: unknown key (expected one of: path, chain)"},
@@ -485,7 +515,7 @@ static const struct error_case error_cases[] = {
 		"t.yaml:3:5: bounds.b.netwrok: unknown key (expected one of: network)"},
 	{"bounds:\n  b:\n    network: {allowdomains: []}\n",
 		"t.yaml:3:15: bounds.b.network.allowdomains: unknown key (expected one of: "
-		"allowDomains, domains, actions, enforce)"},
+		"allowDomains, domains, actions, enforce, inspect)"},
 	{"sessions:\n  s:\n    limit: {}\n",
 		"t.yaml:3:5: sessions.s.limit: unknown key (expected one of: bounds, bound, limits, "
 		"auth, clients)"},
@@ -606,14 +636,6 @@ static const struct error_case error_cases[] = {
 		"t.yaml:3:22: sessions.s.auth.tokenFile: give token or tokenFile, not both"},
 	{"sessions:\n  s:\n    auth: {token: \"\"}\n",
 		"t.yaml:3:19: sessions.s.auth.token: must not be empty"},
-	{"sessions:\n  s:\n    bound: {network: {actions: [http:read]}}\n",
-		"t.yaml:2:3: sessions.s: the merged bound denies http:read but not http:write, which "
-		"egressd cannot enforce without TLS inspection: a CONNECT tunnel carries reads and "
-		"writes alike; deny both or neither"},
-	{"bounds:\n  w: {network: {actions: [ssh:write]}}\nsessions:\n  s: {bounds: [w]}\n",
-		"t.yaml:4:3: sessions.s: the merged bound denies ssh:write but not ssh:read, which "
-		"egressd cannot enforce without TLS inspection: a CONNECT tunnel carries reads and "
-		"writes alike; deny both or neither"},
 
 	/* the document itself */
 	{"", "t.yaml: the config is empty (expected a mapping with some of: listen, dns, limits, "
@@ -912,10 +934,6 @@ static void test_session_body_errors(void **state)
 		{"s", "{\"auth\": {\"tokenFile\": \"/etc/shadow\"}}",
 		        {"request:1:11: auth.tokenFile: not accepted in a request body (give token "
 		         "instead)"}},
-		{"s", "{\"bound\": {\"network\": {\"actions\": [\"http:write\"]}}}",
-		        {"request:1:1: the merged bound denies http:write but not http:read, which "
-		         "egressd cannot enforce without TLS inspection: a CONNECT tunnel carries "
-		         "reads and writes alike; deny both or neither"}},
 		{"s", "[1]",
 		        {"request:1:1: a session must be a mapping (bounds, bound, limits, auth, "
 		         "clients), got a list"}},
