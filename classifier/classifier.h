@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "allowlist/host.h"
+#include "allowlist/registry.h"
 
 #define CLS_MAX_INPUT 65536
 #define CLS_MAX_DEPTH 32
@@ -24,6 +25,8 @@ struct cls_result {
 	struct allow_dest *dests; /* the same hosts with the port the line named (0: none), sorted
 	                             by host then port; what a decision checks */
 	size_t ndests;
+	unsigned registries; /* ALLOW_REG_* bits (allowlist/registry.h): the default registries of
+	                        package tools that the line reaches without naming their host */
 };
 
 /* Classifies line[0..len).  Returns 0 when classified, -1 when refused (result->refused set,

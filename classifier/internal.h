@@ -65,6 +65,14 @@ struct cls_destnode {
 	struct allow_dest d; /* canonical host, port 0 when the line named none */
 };
 
+/* An environment assignment made somewhere on the line (NAME=VALUE before a command, alone,
+ * after env, export or declare) whose name a rule reads: registry overrides (tools.c). */
+struct cls_assign {
+	struct cls_assign *next;
+	const struct cls_word *w; /* the NAME=VALUE word */
+	size_t nlen;              /* length of NAME */
+};
+
 #define CLS_ARENA_FIRST 8192
 #define CLS_ARENA_CAP (64u << 20) /* hard cap: re-parsing can only shrink text, this is slack */
 
@@ -91,6 +99,9 @@ struct cls_ctx {
 	int aliases_on;                           /* expand_aliases may be on */
 	int alias_any;                            /* an alias with an unknown name was defined */
 	struct cls_name *aliases;                 /* alias names defined so far */
+	/* tools.c */
+	struct cls_assign *assigns; /* registry-related environment assignments on the line */
+	unsigned registries;        /* ALLOW_REG_* bits: default registries the line reaches */
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
@@ -129,6 +140,19 @@ int cls_rule_ssh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_dns(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+
+/* Rules for package managers, registries, cloud and cluster clients, raw network tools and
+ * interpreter one-liners (tools.c).  cls_rule_tools classifies a program no other handler
+ * knows (nothing for one it does not know either); cls_rule_uv takes uv's subcommands other
+ * than run.  0 or -1. */
+int cls_rule_tools(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_uv(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+/* A redirection's target word (any operator but << and <<<): /dev/tcp/HOST/PORT and
+ * /dev/udp/HOST/PORT open a connection in bash, so they are net:raw. */
+void cls_note_redir(struct cls_ctx *c, const struct cls_word *target);
+/* An assignment word NAME=VALUE found on the line (before a command, alone, or after env):
+ * kept when a rule reads that name. */
+void cls_note_assign(struct cls_ctx *c, const struct cls_word *w);
 
 /* Records the host of a URL-like word (scheme://[user@]host[:port]/..., or host[/...] when
  * bare is set) when it is literal.  Never fails: what cannot be canonicalised is skipped. */

@@ -67,12 +67,69 @@ static void git_remote_host(struct cls_ctx *c, const struct cls_word *w)
 	cls_add_host(c, w->s, (size_t)(colon - w->s));
 }
 
-/* Records the hosts of the non-option operands from v[i]. */
-static void git_operand_hosts(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i)
+/* The options with a separate value of the subcommands whose operands name a remote, so that
+ * a value is not taken for the repository (`git clone -b main HOST:r`). */
+static const char *const git_remote_lv[] = {"branch", "origin", "config", "upload-pack",
+        "receive-pack", "exec", "jobs", "depth", "deepen", "reference", "reference-if-able",
+        "separate-git-dir", "template", "shallow-since", "shallow-exclude", "filter",
+        "server-option", "push-option", "bundle-uri", "ref-format", "revision", "refmap",
+        "negotiation-tip", "recurse-submodules-default", "submodule-prefix", "strategy",
+        "strategy-option", "cleanup", "name", "repo", NULL};
+
+/* Records the hosts a remote-naming subcommand's operands give, from v[i].  Only the operand at
+ * position `repo` (0 for most: `git push REPO REFSPEC...`) is read as a repository, URL or
+ * scp-like HOST:PATH; any other operand is a refspec, a path or a pattern (`HEAD:main` is not a
+ * host) and gives a host only as a URL with a scheme.  `--repo=URL` names one too.  Options may
+ * stand anywhere before `--`, as git's parse-options allows; `sv` are the subcommand's short
+ * options with a value. */
+static void git_remote_operands(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i,
+        const char *sv, size_t repo)
 {
-	for (; i < n; i++)
-		if (!(v[i].len > 0 && v[i].s[0] == '-'))
-			git_remote_host(c, &v[i]);
+	const struct cls_opts spec = {sv, NULL, git_remote_lv, 0, 0};
+	size_t pos = 0;
+	int dashdash = 0;
+	while (i < n) {
+		const struct cls_word *w = &v[i];
+		if (!dashdash && w->len > 1 && w->s[0] == '-' && !(w->flags & CLS_W_LEADEXP)) {
+			if (cls_word_is(w, "--")) {
+				dashdash = 1;
+				i++;
+				continue;
+			}
+			size_t k = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+			for (size_t j = i; j < k; j++)
+				if (starts_with(&v[j], "--repo=")) {
+					struct cls_word u = v[j];
+					u.s += 7;
+					u.len -= 7;
+					git_remote_host(c, &u);
+				} else if (cls_word_is(&v[j], "--repo") && j + 1 < k) {
+					git_remote_host(c, &v[j + 1]);
+				}
+			i = k > i ? k : i + 1;
+			continue;
+		}
+		if (pos == repo)
+			git_remote_host(c, w);
+		else if (!(w->flags & CLS_W_EXP) && strstr(w->s, "://") != NULL)
+			cls_add_url_host(c, w, 0);
+		pos++;
+		i++;
+	}
+}
+
+/* The short options with a separate value of each remote-naming subcommand. */
+static const char *git_remote_sv(const struct cls_word *sub)
+{
+	if (cls_word_is(sub, "clone"))
+		return "bocuj";
+	if (cls_word_is(sub, "fetch") || cls_word_is(sub, "ls-remote"))
+		return "jo";
+	if (cls_word_is(sub, "pull"))
+		return "josX";
+	if (cls_word_is(sub, "push"))
+		return "o";
+	return NULL;
 }
 
 /* The first word at or after i that is not an option, or n. */
@@ -101,12 +158,14 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		return cls_refuse(c, sub->off, "git subcommand is not static");
 	if (in_set(git_push, sub)) {
 		c->tags |= ALLOW_TAG_GIT_PUSH;
-		git_operand_hosts(c, v, n, i + 1);
+		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
 		return 0;
 	}
 	if (in_set(git_fetch, sub)) {
 		c->tags |= ALLOW_TAG_GIT_FETCH;
-		git_operand_hosts(c, v, n, i + 1);
+		/* git request-pull START URL [END] */
+		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub),
+		        cls_word_is(sub, "request-pull") ? 1 : 0);
 		return 0;
 	}
 	size_t k = first_operand(v, n, i + 1);
@@ -138,7 +197,9 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		if (cls_word_is(op, "update") || cls_word_is(op, "add") ||
 		        cls_word_is(op, "sync")) {
 			c->tags |= ALLOW_TAG_GIT_FETCH;
-			git_operand_hosts(c, v, n, k + 1);
+			/* add [-b BRANCH] REPO [PATH]; update and sync take paths */
+			git_remote_operands(c, v, n, k + 1, "b",
+			        cls_word_is(op, "add") ? 0 : (size_t)-1);
 			return 0;
 		}
 		if (cls_word_is(op, "foreach")) {
@@ -793,8 +854,12 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 		/* options may come before and after the endpoint */
 		while (k < n) {
 			k = cls_opts_walk(v, n, k, &spec, gh_api_opt, &st, NULL);
-			if (k < n)
+			if (k < n) {
+				/* an operand that starts with an expansion may as well be -XPOST */
+				if (v[k].flags & CLS_W_LEADEXP)
+					st.method = 3;
 				k++;
+			}
 		}
 		if (st.method == 3 || (flags & CLS_C_XARGS && st.method == 0 && !st.fields))
 			c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;

@@ -1405,6 +1405,8 @@ static int parse_redir(struct parser *P, struct redirs *r)
 		return -1;
 	if (t->kind != T_WORD)
 		return unexpected(P, t);
+	if (op != R_HEREDOC && op != R_HERESTR)
+		cls_note_redir(P->c, &t->w);
 	int on_stdin = fd == -1 || fd == 0;
 	if (op == R_OUT)
 		on_stdin = fd == 0;
@@ -1519,6 +1521,7 @@ static int parse_simple(struct parser *P)
 		if (t->kind != T_WORD)
 			break;
 		if (cmd->argc == 0 && is_assignment(&t->w)) {
+			cls_note_assign(P->c, &t->w);
 			consume(P);
 			continue;
 		}

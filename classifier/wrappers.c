@@ -135,14 +135,15 @@ static int shift(struct run *r, size_t k)
 	return 1;
 }
 
-/* Skips NAME=VALUE words at v[k..]. */
-static size_t skip_assignments(const struct run *r, size_t k)
+/* Skips NAME=VALUE words at v[k..] (noted: a rule may read the environment they set). */
+static size_t skip_assignments(struct cls_ctx *c, const struct run *r, size_t k)
 {
 	while (k < r->n) {
 		const struct cls_word *w = &r->v[k];
 		const char *eq = memchr(w->s, '=', w->len);
 		if (eq == NULL || eq == w->s)
 			break;
+		cls_note_assign(c, w);
 		k++;
 	}
 	return k;
@@ -328,13 +329,12 @@ static int w_env(struct cls_ctx *c, struct run *r)
 	}
 	if (k < r->n && cls_word_is(&r->v[k], "-"))
 		k++;
-	k = skip_assignments(r, k);
+	k = skip_assignments(c, r, k);
 	return shift(r, k);
 }
 
 static int w_sudo(struct cls_ctx *c, struct run *r)
 {
-	(void)c;
 	static const char *const lv[] = {"user", "group", "close-from", "chdir", "host", "prompt",
 	        "role", "type", "command-timeout", "other-user", "chroot", NULL};
 	static const char *const lflags[] = {
@@ -344,7 +344,7 @@ static int w_sudo(struct cls_ctx *c, struct run *r)
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
 	if (g.flagged)
 		return 0; /* lists, validates or edits: runs no command */
-	k = skip_assignments(r, k);
+	k = skip_assignments(c, r, k);
 	return shift(r, k);
 }
 
@@ -703,7 +703,7 @@ static int w_uv(struct cls_ctx *c, struct run *r)
 		return w_uvx(c, r);
 	}
 	if (k >= r->n || !cls_word_is(&r->v[k], "run"))
-		return 0; /* uv's other subcommands manage packages */
+		return cls_rule_uv(c, r->v, r->n, r->flags) == -1 ? -1 : 0; /* packages */
 	k = cls_opts_walk(r->v, r->n, k + 1, &spec, NULL, NULL, NULL);
 	return shift(r, k);
 }
@@ -930,8 +930,12 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 		}
 		const struct handler *h = bsearch(base, handlers,
 		        sizeof handlers / sizeof handlers[0], sizeof handlers[0], cmp_handler);
-		if (h == NULL)
-			break; /* any other program: no network action of its own */
+		if (h == NULL) {
+			/* package, cloud and raw network tools, interpreters (tools.c); any other
+			 * program has no network action of its own */
+			rc = cls_rule_tools(c, r.v, r.n, r.flags);
+			break;
+		}
 		int k = h->fn(c, &r);
 		if (k <= 0) {
 			rc = k;

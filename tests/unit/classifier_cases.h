@@ -3,6 +3,7 @@
 #ifndef EGRESSD_TESTS_CLASSIFIER_CASES_H
 #define EGRESSD_TESTS_CLASSIFIER_CASES_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,45 @@ static inline int cases_load(const char *name, struct case_table *t)
 	free(buf);
 	fclose(f);
 	return 0;
+}
+
+static inline int cases_cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of every NAME.tsv in the case folder, sorted; *n set.  NULL when the folder cannot
+ * be read.  Free each name and the array. */
+static inline char **cases_list(size_t *n)
+{
+	const char *dir = getenv("EGRESSD_SOURCE_DIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/tests/unit/data/classifier", dir ? dir : ".");
+	DIR *d = opendir(path);
+	if (d == NULL) {
+		perror(path);
+		return NULL;
+	}
+	char **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+		if (l < 5 || strcmp(e->d_name + l - 4, ".tsv") != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **nv = realloc(v, cap * sizeof *nv);
+			if (nv == NULL)
+				break;
+			v = nv;
+		}
+		v[(*n)++] = case_dup(e->d_name, l);
+	}
+	closedir(d);
+	qsort(v, *n, sizeof *v, cases_cmp_name);
+	return v;
 }
 
 static inline void cases_free(struct case_table *t)
