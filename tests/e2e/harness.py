@@ -11,9 +11,11 @@ block (Harness.close), also when an assertion fails.
 import base64
 import hashlib
 import http.server
+import ipaddress
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -47,6 +49,30 @@ CLOSE_ENDS = {"client-closed", "upstream-closed", "idle-timeout", "header-timeou
 
 class TestFailure(AssertionError):
     pass
+
+
+# A case that cannot run here (a privilege, a tool or a kernel feature is missing) is reported
+# as SKIPPED with its reason, never as passed or failed.  A file none of whose cases ran exits
+# with SKIP_EXIT, which tests/CMakeLists.txt gives ctest as SKIP_RETURN_CODE: ctest then lists
+# it as "Skipped" instead of "Passed".
+SKIP_EXIT = 77
+
+
+class Skipped(Exception):
+    """Raised by skip(): the running case cannot run here; str() is the reason."""
+
+
+_in_case = False
+
+
+def skip(reason):
+    """Ends the running case as SKIPPED with reason (what is missing, and what would provide
+    it).  Called outside a case, at a file's top level, it skips the whole file: prints
+    'SKIPPED: reason' and exits with SKIP_EXIT."""
+    if _in_case:
+        raise Skipped(reason)
+    print("SKIPPED: %s" % reason, flush=True)
+    sys.exit(SKIP_EXIT)
 
 
 def check(cond, msg):
@@ -821,6 +847,70 @@ class RssSampler:
 
 
 # ---------------------------------------------------------------------------------------------
+# Network namespaces: binding port 443, giving lo other addresses, without root.
+
+NETNS_ENV = "EGRESSD_E2E_NETNS"  # "1" in a file that rerun_in_netns runs in its namespace
+
+
+def in_netns():
+    """True in a test file that rerun_in_netns runs in a private network namespace."""
+    return os.environ.get(NETNS_ENV) == "1"
+
+
+def netns_command(argv, addrs=()):
+    """argv wrapped to run in a new network namespace that holds only loopback, up, with each
+    address in addrs added to lo: there a case may bind any port (443 included), and nothing a
+    regression sends can leave this machine.  As root the wrapper is `unshare -n`; as any other
+    user `unshare -Urn`: a new user namespace in which the user is root, which lets it bind
+    port 443 and configure lo in the new network namespace, and gives it nothing outside.
+    Returns (argv, None), or (None, reason) when no namespace can be made here (unshare or ip
+    missing, user namespaces turned off, a container's seccomp filter)."""
+    for tool, package in (("unshare", "util-linux"), ("ip", "iproute2")):
+        if not shutil.which(tool):
+            return None, "no %s here (Debian package %s, which tools/install-deps installs)" % (
+                tool, package)
+    flags = "-n" if os.geteuid() == 0 else "-Urn"
+    setup = ["ip link set lo up"] + ["ip addr add %s dev lo" % shlex.quote(
+        str(ipaddress.ip_interface(a))) for a in addrs]
+    wrap = ["unshare", flags, "sh", "-c", " && ".join(setup) + ' && exec "$@"', "sh"]
+    try:
+        probe = subprocess.run(wrap + ["true"], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               timeout=IO_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, "unshare %s failed: %s" % (flags, e)
+    if probe.returncode != 0:
+        said = " ".join(probe.stderr.split()) or "exit %d" % probe.returncode
+        hint = ""
+        if flags == "-Urn":
+            hint = ("; unprivileged user namespaces are off here (sysctls "
+                    "kernel.unprivileged_userns_clone, user.max_user_namespaces, "
+                    "kernel.apparmor_restrict_unprivileged_userns; a chroot or a container's "
+                    "seccomp filter also refuses them): run as root to cover these cases")
+        return None, "unshare %s failed: %s%s" % (flags, said, hint)
+    return wrap + list(argv), None
+
+
+def rerun_in_netns(addrs=()):
+    """Runs this test file again, with the same arguments, through netns_command, and exits
+    with its exit code.  Returns only when this process is to run the cases itself: None when
+    it already runs in the namespace, or the reason none can be made here (printed), which the
+    cases that need the namespace pass to skip().  EGRESSD_E2E_NO_NETNS=1 turns it off."""
+    if in_netns():
+        return None
+    if os.environ.get("EGRESSD_E2E_NO_NETNS") == "1":
+        why = "EGRESSD_E2E_NO_NETNS=1"
+    else:
+        argv, why = netns_command([sys.executable, os.path.abspath(sys.argv[0])] +
+                                  sys.argv[1:], addrs)
+        if argv is not None:
+            sys.stdout.flush()
+            sys.exit(subprocess.run(argv, env=dict(os.environ, **{NETNS_ENV: "1"})).returncode)
+    print("(not in a private network namespace: %s)" % why, flush=True)
+    return why
+
+
+# ---------------------------------------------------------------------------------------------
 # Running cases.
 
 class Harness:
@@ -862,16 +952,22 @@ class Harness:
 
 
 def run_cases(title, cases):
-    """Runs (name, fn) cases, each fn(h) with its own Harness; prints one line per case and a
-    closing 'N passed, M failed' line; exits 1 on any failure."""
-    passed = failed = 0
+    """Runs (name, fn) cases, each fn(h) with its own Harness; prints one line per case (PASS,
+    FAIL or SKIPPED with the reason skip() gave) and a closing 'N passed, M failed, K skipped'
+    line; exits 1 on any failure, SKIP_EXIT when every case was skipped, else 0."""
+    global _in_case
+    passed = failed = skipped = 0
     failures = []
     print("== %s (binary %s, sanitize=%d)" % (title, EGRESSD_BIN, SANITIZE), flush=True)
     for name, fn in cases:
         h = Harness(re.sub(r"[^A-Za-z0-9]+", "-", name)[:40])
         t0 = time.time()
+        _in_case = True
         try:
             fn(h)
+        except Skipped as e:
+            skipped += 1
+            print("SKIPPED %s (%.1fs): %s" % (name, time.time() - t0, e), flush=True)
         except Exception as e:  # any exception is a failed case, reported with its cause
             failed += 1
             detail = str(e) if isinstance(e, TestFailure) else traceback.format_exc()
@@ -881,8 +977,11 @@ def run_cases(title, cases):
             passed += 1
             print("PASS %s (%.1fs)" % (name, time.time() - t0), flush=True)
         finally:
+            _in_case = False
             h.close()
-    print("%s: %d passed, %d failed%s" % (title, passed, failed,
-                                          (" (" + ", ".join(failures) + ")") if failures
-                                          else ""), flush=True)
-    sys.exit(1 if failed else 0)
+    print("%s: %d passed, %d failed, %d skipped%s" % (
+        title, passed, failed, skipped,
+        (" (" + ", ".join(failures) + ")") if failures else ""), flush=True)
+    if failed:
+        sys.exit(1)
+    sys.exit(SKIP_EXIT if skipped and not passed else 0)
