@@ -8,6 +8,7 @@
 #include "allowlist/config.h"
 #include "audit/audit.h"
 #include "classifier/classifier.h"
+#include "proxy/connect.h"
 #include "proxy/proxy.h"
 
 #define DEFAULT_CONFIG "/etc/egressd/egressd.yaml"
@@ -18,6 +19,8 @@ static void usage(FILE *out)
 	      "       egressd check [-c FILE]          validate a config, print each session's bound\n"
 	      "       egressd classify [--json] [-c FILE --session S] -- 'CMD'\n"
 	      "                                        network actions of a shell command line\n"
+	      "       egressd connect [--proxy URL] HOST PORT\n"
+	      "                                        standard input and output through a tunnel\n"
 	      "       egressd audit verify FILE        check an audit log's hash chain\n"
 	      "       egressd version\n",
 		out);
@@ -93,6 +96,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "classify") == 0)
 		return cls_cli_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "connect") == 0)
+		return proxy_connect_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "audit") == 0)
 		return cmd_audit(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
