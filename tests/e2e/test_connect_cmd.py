@@ -22,9 +22,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EGRESSD_BIN, Skipped, TestFailure, base_config, check,  # noqa: F401
+from harness import (EGRESSD_BIN, TestFailure, base_config, check,  # noqa: F401
                      check_audit_log, check_eq, clean_env, closed_port, echo_handler, run_cases,
-                     run_egressd, to_yaml)
+                     run_egressd, skip, to_yaml)
 
 SSHD = "/usr/sbin/sshd"
 
@@ -47,10 +47,10 @@ class Sshd:
     def __init__(self, tmp):
         user = pwd.getpwuid(os.getuid())
         if user.pw_shell.endswith(("nologin", "false")):
-            raise Skipped("the login shell of %s is %s: sshd cannot run git-upload-pack for "
+            skip("the login shell of %s is %s: sshd cannot run git-upload-pack for "
                           "it" % (user.pw_name, user.pw_shell))
         if not os.path.exists(SSHD):
-            raise Skipped("%s is not installed (Debian package openssh-server)" % SSHD)
+            skip("%s is not installed (Debian package openssh-server)" % SSHD)
         if os.getuid() == 0 and not os.path.isdir("/run/sshd"):
             os.makedirs("/run/sshd", mode=0o755)  # sshd's privilege separation directory
         self.dir = os.path.join(tmp, "sshd")
@@ -294,7 +294,7 @@ def socks5_config(h, bound):
         f.write(to_yaml(cfg) + "\n")
     r = run_egressd(["check", "-c", path])
     if r.returncode != 0:
-        raise Skipped("this egressd has no listen.socks5 yet (egressd check: %s)"
+        skip("this egressd has no listen.socks5 yet (egressd check: %s)"
                       % r.stderr.strip().splitlines()[0])
     return cfg, port
 
@@ -306,7 +306,7 @@ def case_socks5(h):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
     except OSError as e:
-        raise Skipped("egressd takes listen.socks5 but nothing listens on 127.0.0.1:%d (%s): "
+        skip("egressd takes listen.socks5 but nothing listens on 127.0.0.1:%d (%s): "
                       "this egressd opens no SOCKS5 listener yet" % (port, e))
     r = run([EGRESSD_BIN, "connect", "--proxy", "socks5h://127.0.0.1:%d" % port, "echo.test",
              str(origin.port)], stdin=b"through socks")
