@@ -74,6 +74,7 @@ struct allow_config {
 	struct allow_global_limits limits;
 	char *audit_path;                /* audit.path; "-" = standard output; default "audit.jsonl" */
 	int audit_chain;                 /* audit.chain: add "prev" hashes */
+	int audit_fsync;                 /* audit.fsync: records durable before bytes move */
 	struct allow_session_config *sessions; /* in file order */
 	size_t nsessions;
 	struct allow_named_bound *bounds; /* bounds:, in file order: sessions made later (control

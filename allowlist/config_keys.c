@@ -1125,6 +1125,7 @@ static const struct cfg_key limits_keys[] = {
 static const struct cfg_key audit_keys[] = {
         {.name = "path", .set = set_string, .off = offsetof(struct allow_config, audit_path)},
         {.name = "chain", .set = set_bool, .off = offsetof(struct allow_config, audit_chain)},
+        {.name = "fsync", .set = set_bool, .off = offsetof(struct allow_config, audit_fsync)},
         {.name = NULL},
 };
 

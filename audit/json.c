@@ -288,12 +288,47 @@ static int jvalue(struct jrd *r)
 	}
 }
 
-int audit_json_check_object(
-        const char *line, size_t len, const char **prev, size_t *prevlen, const char **why)
+/* The keys of docs/design.md 7, in their order; numeric ones must be non-negative integers. */
+static const struct {
+	const char *name;
+	int numeric;
+} std_keys[AUDIT_JSON_STD_KEYS] = {{"ts", 0}, {"seq", 1}, {"event", 0}, {"conn", 1}, {"front", 0},
+        {"session", 0}, {"client", 0}, {"method", 0}, {"host", 0}, {"port", 1}, {"path", 0},
+        {"action", 0}, {"decision", 0}, {"reason", 0}, {"rule", 0}, {"addr", 0}, {"orig_dst", 0},
+        {"status", 1}, {"bytes_out", 1}, {"bytes_in", 1}, {"duration_ms", 1}, {"end", 0},
+        {"prev", 0}};
+
+int audit_json_std_key(const char *k, size_t n)
+{
+	for (int i = 0; i < AUDIT_JSON_STD_KEYS; i++)
+		if (strlen(std_keys[i].name) == n && memcmp(std_keys[i].name, k, n) == 0)
+			return i;
+	return -1;
+}
+
+/* Reads a non-negative integer (no sign, fraction or exponent) that fits 64 bits. */
+static int juint(struct jrd *r, uint64_t *v)
+{
+	const unsigned char *s = r->p;
+	if (jnumber(r) == -1)
+		return -1;
+	uint64_t x = 0;
+	for (const unsigned char *q = s; q < r->p; q++) {
+		if (*q < '0' || *q > '9')
+			return jfail(r, "a number that must be a non-negative integer is not");
+		if (x > (UINT64_MAX - (uint64_t)(*q - '0')) / 10)
+			return jfail(r, "a number out of range");
+		x = x * 10 + (uint64_t)(*q - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+int audit_json_read_top(const char *line, size_t len, struct audit_json_top *top, const char **why)
 {
 	struct jrd r = {(const unsigned char *)line, (const unsigned char *)line + len, NULL, 1};
-	*prev = NULL;
-	*prevlen = 0;
+	uint32_t seen = 0;
+	memset(top, 0, sizeof *top);
 	jws(&r);
 	if (r.p >= r.end || *r.p != '{') {
 		*why = "not a JSON object";
@@ -317,19 +352,43 @@ int audit_json_check_object(
 			}
 			r.p++;
 			jws(&r);
-			int is_prev = klen == 4 && memcmp(k, "prev", 4) == 0;
-			if (is_prev && r.p < r.end && *r.p == '"') {
-				if (jstring(&r, &v, &vlen) == -1)
-					goto bad;
-				if (*prev != NULL) {
-					jfail(&r, "two \"prev\" keys");
+			int std = audit_json_std_key((const char *)k, klen);
+			if (std != -1) {
+				/* Two of one key would let a reader pick either. */
+				if (seen & (1u << std)) {
+					jfail(&r, "a key of docs/design.md 7 appears twice");
 					goto bad;
 				}
-				*prev = (const char *)v;
-				*prevlen = vlen;
-			} else if (is_prev) {
-				jfail(&r, "\"prev\" is not a string");
-				goto bad;
+				seen |= 1u << std;
+			}
+			uint64_t num;
+			if (std != -1 && std_keys[std].numeric) {
+				if (r.p >= r.end || *r.p == '-' || *r.p < '0' || *r.p > '9') {
+					jfail(&r, "a numeric field is not a number");
+					goto bad;
+				}
+				if (juint(&r, &num) == -1)
+					goto bad;
+				if (std == 1) {
+					top->has_seq = 1;
+					top->seq = num;
+				}
+			} else if (std == 2 || std == AUDIT_JSON_STD_KEYS - 1) {
+				/* event and prev are strings. */
+				if (r.p >= r.end || *r.p != '"') {
+					jfail(&r, std == 2 ? "\"event\" is not a string"
+					                   : "\"prev\" is not a string");
+					goto bad;
+				}
+				if (jstring(&r, &v, &vlen) == -1)
+					goto bad;
+				if (std == 2) {
+					top->event = (const char *)v;
+					top->eventlen = vlen;
+				} else {
+					top->prev = (const char *)v;
+					top->prevlen = vlen;
+				}
 			} else if (jvalue(&r) == -1) {
 				goto bad;
 			}
@@ -355,4 +414,14 @@ int audit_json_check_object(
 bad:
 	*why = r.why;
 	return -1;
+}
+
+int audit_json_check_object(
+        const char *line, size_t len, const char **prev, size_t *prevlen, const char **why)
+{
+	struct audit_json_top top;
+	int rc = audit_json_read_top(line, len, &top, why);
+	*prev = rc == 0 ? top.prev : NULL;
+	*prevlen = rc == 0 ? top.prevlen : 0;
+	return rc;
 }

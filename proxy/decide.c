@@ -37,14 +37,15 @@ static const char *status_text(int status)
 	}
 }
 
-void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
-	const char *rule, int status)
+uint64_t proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+	const char *rule, int status, enum audit_kind kind)
 {
 	char action[128] = "";
 	struct audit_rec r;
 	audit_rec_init(&r);
 	r.event = c->is_connect ? "connect" : "request";
 	r.conn = c->id;
+	r.front = c->is_connect ? "connect" : "http";
 	r.session = c->session ? c->session->cfg->name : NULL;
 	r.client = c->client_text;
 	r.method = c->method[0] && !c->is_connect ? c->method : NULL;
@@ -63,8 +64,8 @@ void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char
 	r.rule = rule && rule[0] ? rule : NULL;
 	r.addr = c->addr_text[0] ? c->addr_text : NULL;
 	r.status = status;
-	if (audit_write(c->srv->audit, &r) == -1)
-		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(c->srv->audit));
+	/* A failure is said once on standard error by the log's notice (auditwait.c). */
+	return audit_write(c->srv->audit, &r, kind);
 }
 
 /* Writes a denial (docs/design.md 6) and closes the connection once it is sent.  The decision record
@@ -72,9 +73,12 @@ void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char
 void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char *rule,
 	const char *detail)
 {
-	proxy_audit_decision(c, "deny", reason, rule, status);
-	if (c->state == PROXY_CS_TUNNEL || c->tunnel_ok_sent || c->resp_sent || c->client.bev == NULL) {
-		/* Bytes already flowed: no answer can be framed any more. */
+	/* Bytes already flowed: no answer can be framed any more, and the record then carries
+	 * no status (docs/design.md 7: only one that was sent). */
+	int answer = !(c->state == PROXY_CS_TUNNEL || c->tunnel_ok_sent || c->resp_sent ||
+		c->client.bev == NULL);
+	proxy_audit_decision(c, "deny", reason, rule, answer ? status : -1, AUDIT_DENIAL);
+	if (!answer) {
 		proxy_conn_close(c, "denied");
 		return;
 	}
@@ -400,6 +404,9 @@ void proxy_decide(struct proxy_conn *c)
 		proxy_deny(c, 403, allow_reason_code(d.reason), d.rule, detail);
 		return;
 	}
+	/* No dial for a decision the audit log would refuse (auditwait.c). */
+	if (proxy_audit_admit(c) == -1)
+		return;
 	c->requests++;
 	free(c->rule);
 	c->rule = strdup(d.rule);
@@ -458,12 +465,10 @@ void proxy_conn_upstream_connected(struct proxy_conn *c)
 		snprintf(key, sizeof key, "%s:%u", c->dest.host, c->dest.port);
 		c->up_key = strdup(key);
 	}
-	/* The host decision is on disk before the first byte; a peek that then refuses the
-	 * tunnel's first bytes writes a second record, a deny. */
-	proxy_audit_decision(c, "allow", NULL, c->rule, -1);
-	if (c->is_connect) {
-		proxy_peek_start(c);
-	} else {
-		proxy_http_upstream_ready(c);
-	}
+	/* The host decision is on record before the first byte (with audit.fsync, durable:
+	 * proxy_audit_wait holds the connection until then); a record that cannot be written
+	 * denies (503 audit-unavailable).  A peek that then refuses the tunnel's first bytes
+	 * writes a second record, a deny. */
+	uint64_t seq = proxy_audit_decision(c, "allow", NULL, c->rule, -1, AUDIT_DECISION);
+	proxy_audit_wait(c, seq, c->is_connect ? proxy_peek_start : proxy_http_upstream_ready);
 }

@@ -55,6 +55,10 @@ static int cmd_check(const char *path)
 	}
 	allow_errors_free(&errs);
 	printf("%s: ok\n", path);
+	/* Where decisions go on record, and how (docs/audit.md). */
+	printf("audit: %s (chain: %s, fsync: %s)\n",
+		strcmp(cfg->audit_path, "-") == 0 ? "standard output" : cfg->audit_path,
+		cfg->audit_chain ? "on" : "off", cfg->audit_fsync ? "on" : "off");
 	allow_config_print(cfg, stdout);
 	allow_config_free(cfg);
 	return 0;

@@ -14,6 +14,7 @@
 #include "allowlist/config.h"
 #include "allowlist/host.h"
 #include "allowlist/policy.h"
+#include "audit/audit.h"
 #include "dns/addrpolicy.h"
 #include "dns/resolver.h"
 
@@ -88,12 +89,14 @@ struct proxy_listener {
 
 struct proxy_conn;
 struct proxy_pooled;
+struct proxy_audit_loop;
 
 struct proxy_server {
 	struct event_base *base;
 	struct proxy_gen *gen;          /* the current generation (one reference) */
 	struct proxy_gen *gens;         /* every generation still alive, newest first */
 	struct audit_log *audit;        /* shared by every generation */
+	struct proxy_audit_loop *auditloop; /* the log's events and held connections (auditwait.c) */
 	char *config_path;              /* for reloads */
 	struct proxy_listener listeners[PROXY_MAX_LISTENERS];
 	size_t nlisteners;
@@ -163,6 +166,14 @@ struct proxy_half {
 struct proxy_splice;
 struct proxy_body;
 
+/* A connection held until its decision record is durable (audit.fsync; auditwait.c). */
+struct proxy_audit_hold {
+	uint64_t seq;                      /* the decision record's seq; 0 = not held */
+	void (*next)(struct proxy_conn *); /* what runs once it is durable */
+	struct proxy_conn *prev, *nextc;   /* in the server's list of held connections */
+	uint64_t deadline_ms;              /* denied (503 audit-unavailable) if not durable by then */
+};
+
 struct proxy_conn {
 	struct proxy_server *srv;
 	struct proxy_gen *gen;          /* the generation this connection decides under */
@@ -212,6 +223,7 @@ struct proxy_conn {
 	uint64_t bytes_in;              /* upstream to client */
 	const char *end;                /* why it ended, for the close record */
 	int requests;                   /* requests decided on this connection */
+	struct proxy_audit_hold hold;   /* waiting for audit.fsync (auditwait.c) */
 };
 
 void proxy_bev_tune(struct bufferevent *bev);
@@ -315,8 +327,27 @@ void proxy_relay_event(struct proxy_conn *c, struct proxy_half *h, short what);
  * section 6 code; rule the rule text; detail the body's explanation (what would allow it). */
 void proxy_deny(struct proxy_conn *c, int status, const char *reason, const char *rule,
 	const char *detail);
-/* Writes the request/connect decision record. */
-void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
-	const char *rule, int status);
+/* Writes the request/connect decision record (kind: AUDIT_DECISION for an allow, AUDIT_DENIAL for
+ * a deny) and returns its seq, 0 when it is not on record.  status: -1 unless that answer was
+ * sent. */
+uint64_t proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+	const char *rule, int status, enum audit_kind kind);
+
+/* auditwait.c: the audit log on the loop (docs/audit.md, "In the proxy").
+ * proxy_audit_open: opens cfg's audit.path with its chain and fsync, wires the log's backlog,
+ * retry and durability descriptors into srv->base; 0, or -1 with err.  proxy_audit_close: the
+ * reverse, after the last record.
+ * proxy_audit_admit: before dialling an allowed destination: 0, or -1 after denying (503
+ * audit-unavailable) when the log would refuse the decision record now.
+ * proxy_audit_wait: seq is the allow record's seq: runs next(c) once it is on record (at once
+ * without fsync; with fsync once it is durable, holding c meanwhile); seq 0 (refused) or a
+ * record lost to a failed fdatasync denies (503 audit-unavailable).
+ * proxy_audit_wait_cancel: the connection closes while held. */
+int proxy_audit_open(struct proxy_server *srv, const struct allow_config *cfg, char *err,
+	size_t errlen);
+void proxy_audit_close(struct proxy_server *srv);
+int proxy_audit_admit(struct proxy_conn *c);
+void proxy_audit_wait(struct proxy_conn *c, uint64_t seq, void (*next)(struct proxy_conn *));
+void proxy_audit_wait_cancel(struct proxy_conn *c);
 
 #endif

@@ -39,9 +39,12 @@ START_TIMEOUT = 10.0  # seconds to wait for "egressd: listening on"
 IO_TIMEOUT = 10.0     # default socket / subprocess timeout
 
 # Order of the well-known audit keys (docs/design.md 7); extra keys may follow them.
-AUDIT_KEY_ORDER = ["ts", "seq", "event", "conn", "session", "client", "method", "host", "port",
-                   "path", "action", "decision", "reason", "rule", "addr", "status", "bytes_out",
-                   "bytes_in", "duration_ms", "end", "prev"]
+AUDIT_KEY_ORDER = ["ts", "seq", "event", "conn", "front", "session", "client", "method", "host",
+                   "port", "path", "action", "decision", "reason", "rule", "addr", "orig_dst",
+                   "status", "bytes_out", "bytes_in", "duration_ms", "end", "prev"]
+# Keys whose values are JSON numbers (docs/design.md 7: numbers are numbers).
+AUDIT_NUMERIC_KEYS = {"seq", "conn", "port", "status", "bytes_out", "bytes_in", "duration_ms",
+                      "pid", "sessions", "refused", "dropped"}
 AUDIT_TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 CLOSE_ENDS = {"client-closed", "upstream-closed", "idle-timeout", "header-timeout", "denied",
               "error", "shutdown", "limit-bytes"}
@@ -592,6 +595,9 @@ def check_audit_record(rec):
     keys = [k for k in rec.keys() if k in AUDIT_KEY_ORDER]
     want = sorted(keys, key=AUDIT_KEY_ORDER.index)
     check(keys == want, "audit keys out of DESIGN order: %r (expected %r)" % (keys, want))
+    for k in AUDIT_NUMERIC_KEYS & set(rec):
+        check(isinstance(rec[k], int) and not isinstance(rec[k], bool),
+              "audit %s is not a JSON number: %r" % (k, rec))
 
 
 def check_audit_log(recs, stopped=True):

@@ -67,7 +67,7 @@ static const char design_example[] =
 	"  timeout: 2500ms\n"
 	"limits: {maxClients: 500, maxHeaderBytes: 32KiB, maxHeaders: 50, headerTimeout: 3s,\n"
 	"         idleTimeout: 5m, connectTimeout: 1m, shutdownGrace: 0}\n"
-	"audit: {path: \"-\", chain: true}\n"
+	"audit: {path: \"-\", chain: true, fsync: true}\n"
 	"bounds:\n"
 	"  github:\n"
 	"    network: {allowDomains: [github.com, \"*.github.com\"], enforce: sandbox}\n"
@@ -115,6 +115,7 @@ static void test_design_example(void **state)
 	assert_int_equal(c->limits.shutdown_grace_ms, 0);
 	assert_string_equal(c->audit_path, "-");
 	assert_int_equal(c->audit_chain, 1);
+	assert_int_equal(c->audit_fsync, 1);
 
 	assert_int_equal(c->nsessions, 1);
 	const struct allow_session_config *s = allow_config_session(c, "default");
@@ -164,6 +165,7 @@ static void test_defaults(void **state)
 		assert_int_equal(c->limits.shutdown_grace_ms, 10000);
 		assert_string_equal(c->audit_path, "audit.jsonl");
 		assert_int_equal(c->audit_chain, 0);
+		assert_int_equal(c->audit_fsync, 0);
 		assert_int_equal(c->nsessions, 0);
 		char *out = print_to_string(c);
 		assert_string_equal(out, "no sessions: every connection will be denied\n");
@@ -510,7 +512,7 @@ static const struct error_case error_cases[] = {
 		"maxClientsPerSource, maxHeaderBytes, maxHeaders, headerTimeout, idleTimeout, connectTimeout, "
 		"shutdownGrace)"},
 	{"audit: {file: x}\n",
-		"t.yaml:1:9: audit.file: unknown key (expected one of: path, chain)"},
+		"t.yaml:1:9: audit.file: unknown key (expected one of: path, chain, fsync)"},
 	{"bounds:\n  b:\n    netwrok: {}\n",
 		"t.yaml:3:5: bounds.b.netwrok: unknown key (expected one of: network)"},
 	{"bounds:\n  b:\n    network: {allowdomains: []}\n",
@@ -553,6 +555,8 @@ static const struct error_case error_cases[] = {
 		"t.yaml:1:22: limits.maxHeaders: expected a whole number, got a list"},
 	{"audit: {chain: yes}\n",
 		"t.yaml:1:16: audit.chain: \"yes\" is not a boolean (use true or false)"},
+	{"audit: {path: a.jsonl, fsync: 1}\n",
+		"t.yaml:1:31: audit.fsync: \"1\" is not a boolean (use true or false)"},
 	{"audit: {path: \"\"}\n", "t.yaml:1:15: audit.path: must not be empty"},
 	{"audit: {path: \"a\\0b\"}\n", "t.yaml:1:15: audit.path: a value must not contain a NUL byte"},
 	{"sessions: [a, b]\n",
