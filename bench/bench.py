@@ -2,7 +2,8 @@
 """bench/run: egressd beside DIRECT, tinyproxy and Squid, in one run, on loopback.
 
 Starts an nginx origin and the three proxies with equivalent allowlists (origin.test only),
-measures the five figures of issue 5 for every target with the targets interleaved, and prints
+measures the five figures of issue 5 for every target with the targets interleaved (and a sixth,
+egressd only: the new-connection figure with audit.fsync off and on), and prints
 one table: median [min-max] per figure and target, and egressd's ratios to DIRECT and to each
 peer.  Every process it starts is recorded and stopped on exit, whatever the exit; every loop is
 bounded in count and in time, and the whole run has a time budget (15 minutes full, 2 quick).
@@ -367,6 +368,16 @@ def start_egressd(d, exe):
     return p, wait_listening(p, logpath)
 
 
+def start_egressd_fsync(d, exe):
+    """A second egressd, the same config but audit.fsync: true (its own audit file in d, on the
+    same file system as the first one's), for the fsync figure."""
+    conf = render("egressd-fsync.yaml.in", os.path.join(d, "egressd-fsync.yaml"), dir=d)
+    logpath = os.path.join(d, "egressd-fsync.log")
+    with open(logpath, "wb") as logf:
+        p = PROCS.start("egressd fsync", [exe, "serve", "-c", conf], stdout=logf, stderr=logf)
+    return p, wait_listening(p, logpath)
+
+
 def start_tinyproxy(d, ports):
     """tinyproxy resolves with getaddrinfo, so it runs in a private mount namespace where the
     run's hosts file is bound over /etc/hosts.  Returns (proc, port, origin name)."""
@@ -521,6 +532,8 @@ class Bench:
         self.results = {}   # figure -> target -> [value per repetition]
         self.raw = []       # every measurement's own output, for results.json
         self.errors = {}    # (figure, target) -> last error
+        self.tmp = None     # the run's temp dir (configs, logs, audit files)
+        self.egressd_exe = None  # the egressd binary, for the fsync figure's second instance
 
     def record(self, fig, target, value):
         self.results.setdefault(fig, {}).setdefault(target, []).append(value)
@@ -653,6 +666,49 @@ class Bench:
         log("  %-9s %d fetches: median %.3f ms  p99 %.3f ms" % (
             target, out["n"], out["median_ms"], out["p99_ms"]))
 
+    def fetch_loop(self, port, host):
+        """The fetch figure's loop (1 KiB over a new CONNECT+TLS connection, N times) against
+        the proxy on port; returns (rc, out, err)."""
+        args = ["fetch", "--path", "/1k", "--count", str(self.m["fetches"]), "--deadline",
+                str(self.m["fetch_s"]), "--connect", "127.0.0.1:%d" % port, "--via", "connect",
+                "--host", host, "--port", str(self.ports["tls"]), "--tls", "--ca", self.cert]
+        return self.run_client(args, self.m["fetch_s"] + 30)
+
+    def fig_fsync(self, target, rep):
+        """Figure 6: what audit.fsync costs a new connection: the fetch figure's loop through
+        egressd as it runs (fsync off) and through a second egressd with audit.fsync: true,
+        one right after the other in the same repetition."""
+        figs = ["fsync_off_p50", "fsync_on_p50", "fsync_off_p99", "fsync_on_p99", "fsync_added"]
+        t = self.targets[target]
+        try:
+            p, port = start_egressd_fsync(self.tmp, self.egressd_exe)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            self.fail(figs, target, "the fsync egressd did not start: %s" % e)
+            return
+        try:
+            got = {}
+            for kind, pport in (("off", t["port"]), ("on", port)):
+                try:
+                    rc, out, err = self.fetch_loop(pport, t["host"])
+                except subprocess.TimeoutExpired:
+                    self.fail(figs, target, "fetch loop (fsync %s) overran its bound" % kind)
+                    return
+                self.raw.append(dict(figure="fsync_" + kind, target=target, rep=rep, out=out))
+                if rc != 0 or not out.get("n"):
+                    self.fail(figs, target, "no fetch succeeded with fsync %s: %s"
+                              % (kind, last_lines(err, 1)))
+                    return
+                got[kind] = out
+        finally:
+            PROCS.stop_and_forget(p)
+        for kind in ("off", "on"):
+            self.record("fsync_%s_p50" % kind, target, got[kind]["median_ms"])
+            self.record("fsync_%s_p99" % kind, target, got[kind]["p99_ms"])
+        self.record("fsync_added", target, got["on"]["median_ms"] - got["off"]["median_ms"])
+        log("  %-9s audit.fsync off: median %.3f ms p99 %.3f ms; on: median %.3f ms p99 %.3f ms"
+            % (target, got["off"]["median_ms"], got["off"]["p99_ms"], got["on"]["median_ms"],
+               got["on"]["p99_ms"]))
+
     def restart(self, target):
         """Stops a proxy and starts it again with the same config (on a new port)."""
         t = self.targets[target]
@@ -747,6 +803,8 @@ class Bench:
         "idle": ["rss_before", "rss_hold", "rss_after", "kib_per_tunnel", "rss_after_pct"],
         "decide": ["decide_%d" % n for n in (10, 1000, 100000)] + ["decide_growth"] +
                   ["decide_hot_%d" % n for n in (10, 1000, 100000)] + ["decide_hot_growth"],
+        "fsync": ["fsync_off_p50", "fsync_on_p50", "fsync_off_p99", "fsync_on_p99",
+                  "fsync_added"],
     }
 
     def run(self, budget, figures):
@@ -754,7 +812,8 @@ class Bench:
         steps = [("wrk", self.fig_wrk, [t for t in live if t not in CONNECT_ONLY]),
                  ("bulk", self.fig_bulk, live), ("fetch", self.fig_fetch, live),
                  ("idle", self.fig_idle, [t for t in live if t != "DIRECT" and
-                                          t not in CONNECT_ONLY])]
+                                          t not in CONNECT_ONLY]),
+                 ("fsync", self.fig_fsync, [t for t in live if t == "egressd"])]
         steps = [st for st in steps if st[0] in figures]
         for rep in range(self.m["reps"]):
             # Rotating the order spreads any drift in the machine's load over every target.
@@ -818,6 +877,11 @@ ROWS = [
      "%.0f", None),
     ("decide_hot_growth", "decision cost, 16 hot destinations, 100,000 ÷ 10", False, "%.2f",
      ("max", 1.5, "flat (≤ 1.5×)")),
+    ("fsync_off_p50", "new CONNECT+TLS fetch, audit.fsync off: median ms", False, "%.3f", None),
+    ("fsync_on_p50", "new CONNECT+TLS fetch, audit.fsync on: median ms", False, "%.3f", None),
+    ("fsync_off_p99", "new CONNECT+TLS fetch, audit.fsync off: p99 ms", False, "%.3f", None),
+    ("fsync_on_p99", "new CONNECT+TLS fetch, audit.fsync on: p99 ms", False, "%.3f", None),
+    ("fsync_added", "audit.fsync: added to the median, ms", False, "%.3f", None),
 ]
 
 
@@ -860,13 +924,13 @@ def make_table(bench, notes):
                     c = "—"
             row.append(c)
         e = res.get(key, {}).get("egressd", [])
-        if key.startswith(("rss", "kib", "decide", "fetch_added")):
+        if key.startswith(("rss", "kib", "decide", "fetch_added", "fsync")):
             row.append("—")
         else:
             row.append(ratio(e, res.get(key, {}).get("DIRECT", [])))
         row.append(ratio(e, res.get(key, {}).get("RELAY", [])) if res.get(key, {}).get("RELAY")
                    and key != "fetch_added" else "—")
-        if key.startswith(("decide", "rss_after_pct", "fetch_added")):
+        if key.startswith(("decide", "rss_after_pct", "fetch_added", "fsync")):
             row += ["—", "—"]
         else:
             row += [ratio(e, res.get(key, {}).get("tinyproxy", [])),
@@ -958,6 +1022,7 @@ def main():
         cert = os.path.join(tmp, "origin-cert.pem")
         start_nginx(tmp, ports)
         bench = Bench(mode, client, decide, ports, cert)
+        bench.tmp, bench.egressd_exe = tmp, egressd_exe
         if args.perf:
             if which("perf") is None:
                 raise SystemExit("bench: --perf needs perf (apt-get install linux-perf)")

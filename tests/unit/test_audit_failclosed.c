@@ -218,6 +218,13 @@ static void test_recovery_is_said_once_and_recorded(void **state)
 	assert_int_equal(audit_admit(log), 1);
 	decision(&r, "/taken");
 	assert_int_equal(audit_write(log, &r, AUDIT_DECISION), 3);
+	/* A new failure after the recovery is said again, once. */
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(symlink("/dev/full", link), 0);
+	assert_int_equal(audit_reopen(log), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(audit_write(log, &r, AUDIT_DECISION), 0);
+	assert_int_equal(s.fails, 2);
 	audit_close(log);
 	assert_int_equal(audit_verify(real, err, sizeof err), 0);
 	FILE *f = fopen(real, "r");
