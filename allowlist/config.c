@@ -771,6 +771,7 @@ void allow_config_free(struct allow_config *cfg)
 	free_strings(cfg->listen_proxy, cfg->nlisten_proxy);
 	free_strings(cfg->listen_socks5, cfg->nlisten_socks5);
 	free_strings(cfg->listen_transparent, cfg->nlisten_transparent);
+	free_strings(cfg->listen_dns, cfg->nlisten_dns);
 	free(cfg->listen_control);
 	free(cfg->listen_metrics);
 	for (size_t i = 0; i < cfg->dns.nservers; i++)

@@ -60,6 +60,11 @@ struct allow_named_bound {
 	struct allow_bound bound; /* as written, merged with nothing */
 };
 
+enum allow_dns_answers {
+	ALLOW_DNS_ANSWERS_REAL = 0, /* real: the resolver's addresses that pass the address policy */
+	ALLOW_DNS_ANSWERS_MAPPED,   /* mapped: one 198.18.0.0/15 address per (session, name) */
+};
+
 struct allow_config {
 	char *path;                      /* the file it came from */
 	char **listen_proxy;             /* listen.proxy: "HOST:PORT" strings, at least one */
@@ -68,6 +73,10 @@ struct allow_config {
 	size_t nlisten_socks5;
 	char **listen_transparent;       /* listen.transparent (SO_ORIGINAL_DST), may be none */
 	size_t nlisten_transparent;
+	char **listen_dns;               /* listen.dns: "HOST:PORT" strings (UDP and TCP on each);
+	                                    NULL when there is no DNS listener */
+	size_t nlisten_dns;
+	enum allow_dns_answers listen_dns_answers; /* listen.dnsAnswers, default real */
 	char *listen_control;            /* listen.control or NULL */
 	char *listen_metrics;            /* listen.metrics or NULL */
 	struct allow_dns_config dns;

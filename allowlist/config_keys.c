@@ -270,6 +270,31 @@ static int set_control(struct cfg_loader *ld, const struct cfg_key *k, yaml_node
 	return set_string(ld, k, key, val, base);
 }
 
+/* listen.dnsAnswers: real or mapped. */
+static int set_dns_answers(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
+        yaml_node_t *val, void *base)
+{
+	(void)key;
+	size_t len;
+	const char *v = allow_cfg_scalar_text(ld, val, "real or mapped", &len);
+	if (v == NULL)
+		return -1;
+	enum allow_dns_answers *dst = (enum allow_dns_answers *)((char *)base + k->off);
+	if (strcmp(v, "real") == 0) {
+		*dst = ALLOW_DNS_ANSWERS_REAL;
+	} else if (strcmp(v, "mapped") == 0) {
+		*dst = ALLOW_DNS_ANSWERS_MAPPED;
+	} else {
+		char q[CFG_QUOTE_BUF];
+		allow_cfg_err_at(ld, val,
+		        "%s is not a DNS answer mode (use real: the resolved addresses that pass "
+		        "the address policy, or mapped: an address from 198.18.0.0/15 per name)",
+		        allow_cfg_quote(q, sizeof q, v, len));
+		return -1;
+	}
+	return 0;
+}
+
 /* A list of CIDRs (or single addresses) into base+off / base+off_n. */
 static int set_cidrs(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
         yaml_node_t *val, void *base)
@@ -1049,10 +1074,6 @@ static const struct cfg_key listen_keys[] = {
                 .set = set_addr_list,
                 .off = offsetof(struct allow_config, listen_proxy),
                 .off_n = offsetof(struct allow_config, nlisten_proxy)},
-        {.name = "control",
-                .set = set_control,
-                .off = offsetof(struct allow_config, listen_control)},
-        {.name = "metrics", .set = set_addr, .off = offsetof(struct allow_config, listen_metrics)},
         {.name = "socks5",
                 .set = set_addr_list,
                 .off = offsetof(struct allow_config, listen_socks5),
@@ -1061,6 +1082,17 @@ static const struct cfg_key listen_keys[] = {
                 .set = set_addr_list,
                 .off = offsetof(struct allow_config, listen_transparent),
                 .off_n = offsetof(struct allow_config, nlisten_transparent)},
+        {.name = "dns",
+                .set = set_addr_list,
+                .off = offsetof(struct allow_config, listen_dns),
+                .off_n = offsetof(struct allow_config, nlisten_dns)},
+        {.name = "dnsAnswers",
+                .set = set_dns_answers,
+                .off = offsetof(struct allow_config, listen_dns_answers)},
+        {.name = "control",
+                .set = set_control,
+                .off = offsetof(struct allow_config, listen_control)},
+        {.name = "metrics", .set = set_addr, .off = offsetof(struct allow_config, listen_metrics)},
         {.name = NULL},
 };
 

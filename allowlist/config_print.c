@@ -189,6 +189,15 @@ static void print_session(FILE *out, const struct allow_session_config *s)
 
 void allow_config_print(const struct allow_config *cfg, FILE *out)
 {
+	if (cfg->nlisten_dns > 0) {
+		fprintf(out, "dns listener:");
+		for (size_t i = 0; i < cfg->nlisten_dns; i++)
+			fprintf(out, " %s", cfg->listen_dns[i]);
+		fprintf(out, " (UDP and TCP; answers: %s)\n\n",
+		        cfg->listen_dns_answers == ALLOW_DNS_ANSWERS_MAPPED
+		                ? "mapped, 198.18.0.0/15 per name"
+		                : "real, the addresses that pass the address policy");
+	}
 	if (cfg->nsessions == 0) {
 		fprintf(out, "no sessions: every connection will be denied\n");
 		return;

@@ -620,6 +620,56 @@ enum allow_match allow_set_match(
 	return ALLOW_MATCH_NONE;
 }
 
+/* Adds the ports of n's rules that apply with scope to ports[] (up to cap), counting all. */
+static size_t node_ports(const struct node *n, unsigned scope, int *ports, size_t cap, size_t got)
+{
+	if (n == NULL)
+		return got;
+	for (size_t i = 0; i < n->nrules; i++) {
+		if (!(n->rules[i].scope & scope))
+			continue;
+		if (got < cap)
+			ports[got] = n->rules[i].port;
+		got++;
+	}
+	return got;
+}
+
+size_t allow_set_host_ports(
+        const struct allow_set *set, const struct allow_dest *d, int *ports, size_t cap)
+{
+	size_t got = 0;
+	char key[KEY_MAX];
+	if (d->kind == ALLOW_HOST_NAME) {
+		size_t len = strnlen(d->host, sizeof d->host - 1);
+		key[0] = 'N';
+		memcpy(key + 1, d->host, len);
+		got = node_ports(find_node(set, key, 1 + len), SCOPE_APEX, ports, cap, got);
+		for (size_t i = 0; i < len; i++) {
+			if (d->host[i] != '.')
+				continue;
+			size_t slen = len - i - 1;
+			memcpy(key + 1, d->host + i + 1, slen);
+			got = node_ports(find_node(set, key, 1 + slen), SCOPE_SUB, ports, cap, got);
+		}
+		return got;
+	}
+	int family = d->kind == ALLOW_HOST_IPV4 ? AF_INET : AF_INET6;
+	const size_t *lens = family == AF_INET ? set->v4_lens : set->v6_lens;
+	unsigned maxlen = family == AF_INET ? 32 : 128;
+	for (unsigned l = 0; l <= maxlen; l++) {
+		if (lens[l] == 0)
+			continue;
+		uint8_t masked[16] = {0};
+		memcpy(masked, d->addr, l / 8);
+		if (l % 8)
+			masked[l / 8] = (uint8_t)(d->addr[l / 8] & (0xff << (8 - l % 8)));
+		size_t klen = addr_key(key, family, l, masked);
+		got = node_ports(find_node(set, key, klen), SCOPE_APEX, ports, cap, got);
+	}
+	return got;
+}
+
 size_t allow_set_count(const struct allow_set *set)
 {
 	return set->npatterns;

@@ -43,6 +43,12 @@ int allow_set_add(struct allow_set *set, const char *pattern, char *err, size_t 
 enum allow_match allow_set_match(const struct allow_set *set, const struct allow_dest *d,
 	const char **rule);
 
+/* The port of every pattern in set that names d's host, whatever d->port is: each one
+ * ALLOW_PORT_DEFAULT, ALLOW_PORT_ANY or 1-65535, the first cap of them in ports.  Returns how
+ * many there are (more than cap when ports was too short). */
+size_t allow_set_host_ports(const struct allow_set *set, const struct allow_dest *d, int *ports,
+	size_t cap);
+
 /* Number of patterns, and the canonical text of the i-th in the order they were added. */
 size_t allow_set_count(const struct allow_set *set);
 const char *allow_set_pattern(const struct allow_set *set, size_t i);

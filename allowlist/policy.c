@@ -116,3 +116,64 @@ void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsig
 	if (rule != NULL)
 		snprintf(out->rule, sizeof out->rule, "allowDomains: %s", rule);
 }
+
+#define ANY_PORT_MAX 256 /* port patterns read per host; past them the answer fails closed */
+
+static int port_listed(const int *ports, size_t n, int p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] == p)
+			return 1;
+	return 0;
+}
+
+void allow_decide_any_port(const struct allow_bound *b, const struct allow_dest *d,
+        unsigned action, struct allow_decision *out)
+{
+	/* The ports worth trying: the two a portless allow entry admits, every port an allow entry
+	 * names, and for ":*" (or no allowDomains) the lowest port no deny entry names.  Each is
+	 * then decided exactly by allow_decide, so a wrong guess can only deny. */
+	int cand[ANY_PORT_MAX + 3], deny_ports[ANY_PORT_MAX];
+	size_t ncand = 0;
+	cand[ncand++] = 443;
+	cand[ncand++] = 80;
+	int any = b->allow == NULL;
+	if (b->allow != NULL) {
+		int ports[ANY_PORT_MAX];
+		size_t n = allow_set_host_ports(b->allow, d, ports, ANY_PORT_MAX);
+		for (size_t i = 0; i < n && i < ANY_PORT_MAX; i++) {
+			if (ports[i] == ALLOW_PORT_ANY)
+				any = 1;
+			else if (ports[i] > 0 && !port_listed(cand, ncand, ports[i]))
+				cand[ncand++] = ports[i];
+		}
+	}
+	if (any) {
+		size_t nd = allow_set_host_ports(b->deny, d, deny_ports, ANY_PORT_MAX);
+		if (nd > ANY_PORT_MAX)
+			nd = ANY_PORT_MAX;
+		for (int p = 1; p <= 65535; p++)
+			if (!port_listed(deny_ports, nd, p)) {
+				if (!port_listed(cand, ncand, p))
+					cand[ncand++] = p;
+				break;
+			}
+	}
+	struct allow_decision first, dec;
+	int have_denied = 0;
+	for (size_t i = 0; i < ncand; i++) {
+		struct allow_dest at = *d;
+		at.port = (uint16_t)cand[i];
+		allow_decide(b, &at, action, &dec);
+		if (dec.reason == ALLOW_OK || dec.reason == ALLOW_ACTION_DENIED) {
+			/* The host passes on this port; the action, if anything, denies it. */
+			*out = dec;
+			return;
+		}
+		if (i == 0 || (dec.reason == ALLOW_HOST_DENIED && !have_denied)) {
+			first = dec;
+			have_denied = dec.reason == ALLOW_HOST_DENIED;
+		}
+	}
+	*out = first;
+}

@@ -35,4 +35,11 @@ struct allow_decision {
 void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsigned action,
 	struct allow_decision *out);
 
+/* Whether d's host may be reached on some port, whatever d->port is (the DNS listener answers
+ * a name the session may reach on any port): ALLOW_OK, or ALLOW_ACTION_DENIED when the host
+ * passes but the action does not, with out as allow_decide gives it for such a port; else the
+ * denial, the host's deny entry when one names it, else the answer for port 443. */
+void allow_decide_any_port(const struct allow_bound *b, const struct allow_dest *d,
+	unsigned action, struct allow_decision *out);
+
 #endif

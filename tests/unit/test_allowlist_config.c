@@ -57,6 +57,8 @@ static char *print_to_string(const struct allow_config *c)
 static const char design_example[] =
 	"listen:\n"
 	"  proxy: [\"127.0.0.1:3128\", \"[::1]:3129\"]\n"
+	"  dns: [\"127.0.0.1:5353\", \"[::1]:0\"]\n"
+	"  dnsAnswers: mapped\n"
 	"  control: \"unix:/run/egressd/control.sock\"\n"
 	"  metrics: \"127.0.0.1:9128\"\n"
 	"dns:\n"
@@ -87,6 +89,10 @@ static void test_design_example(void **state)
 	assert_int_equal(c->nlisten_proxy, 2);
 	assert_string_equal(c->listen_proxy[0], "127.0.0.1:3128");
 	assert_string_equal(c->listen_proxy[1], "[::1]:3129");
+	assert_int_equal(c->nlisten_dns, 2);
+	assert_string_equal(c->listen_dns[0], "127.0.0.1:5353");
+	assert_string_equal(c->listen_dns[1], "[::1]:0");
+	assert_int_equal(c->listen_dns_answers, ALLOW_DNS_ANSWERS_MAPPED);
 	assert_string_equal(c->listen_control, "unix:/run/egressd/control.sock");
 	assert_string_equal(c->listen_metrics, "127.0.0.1:9128");
 
@@ -153,6 +159,9 @@ static void test_defaults(void **state)
 		assert_string_equal(c->listen_proxy[0], "127.0.0.1:3128");
 		assert_null(c->listen_control);
 		assert_null(c->listen_metrics);
+		assert_null(c->listen_dns);
+		assert_int_equal(c->nlisten_dns, 0);
+		assert_int_equal(c->listen_dns_answers, ALLOW_DNS_ANSWERS_REAL);
 		assert_int_equal(c->dns.nservers, 0);
 		assert_int_equal(c->dns.nhosts, 0);
 		assert_int_equal(c->dns.timeout_ms, 5000);
@@ -255,6 +264,9 @@ static void test_print(void **state)
 	struct allow_config *c = load_ok(design_example);
 	char *out = print_to_string(c);
 	assert_string_equal(out,
+		"dns listener: 127.0.0.1:5353 [::1]:0 (UDP and TCP; answers: mapped, 198.18.0.0/15 "
+		"per name)\n"
+		"\n"
 		"session default\n"
 		"  allowDomains: github.com, *.github.com\n"
 		"  domains: (none)\n"
@@ -503,7 +515,20 @@ static const struct error_case error_cases[] = {
 		"t.yaml:1:1: zzz: unknown key (expected one of: listen, dns, limits, audit, bounds, "
 		"sessions)"},
 	{"listen: {proxi: [\"127.0.0.1:1\"]}\n",
-		"t.yaml:1:10: listen.proxi: unknown key (expected one of: proxy, control, metrics, socks5, transparent)"},
+		"t.yaml:1:10: listen.proxi: unknown key (expected one of: proxy, socks5, transparent, "
+		"dns, dnsAnswers, control, metrics)"},
+	{"listen: {dnsAnswers: fake}\n",
+		"t.yaml:1:22: listen.dnsAnswers: \"fake\" is not a DNS answer mode (use real: the "
+		"resolved addresses that pass the address policy, or mapped: an address from "
+		"198.18.0.0/15 per name)"},
+	{"listen: {dnsAnswers: [real]}\n",
+		"t.yaml:1:22: listen.dnsAnswers: expected real or mapped, got a list"},
+	{"listen: {dns: []}\n", "t.yaml:1:15: listen.dns: needs at least one address"},
+	{"listen: {dns: \"127.0.0.1:53\"}\n",
+		"t.yaml:1:15: listen.dns: expected a list, got \"127.0.0.1:53\""},
+	{"listen:\n  dns: [\"127.0.0.1:53\", \"localhost:53\"]\n",
+		"t.yaml:2:25: listen.dns[1]: \"localhost:53\" is not a valid address: expected an IP "
+		"address (names are not accepted here)"},
 	{"dns:\n  hostz: {}\n",
 		"t.yaml:2:3: dns.hostz: unknown key (expected one of: servers, hosts, allowAddresses, "
 		"denyAddresses, timeout)"},

@@ -148,6 +148,69 @@ static void test_decide_table(void **state)
 	}
 }
 
+/* allow_decide_any_port: the DNS listener's question, "may this host be reached on some port". */
+static const struct decide_case any_port_cases[] = {
+        {{1, {"example.test"}, {0}, NULL, 0}, "example.test", ALLOW_TAG_DNS, ALLOW_OK,
+                "allowDomains: example.test", ""},
+        {{1, {"example.test:8443"}, {0}, NULL, 0}, "example.test", ALLOW_TAG_DNS, ALLOW_OK,
+                "allowDomains: example.test:8443", ""},
+        {{1, {"**.example.test:*"}, {0}, NULL, 0}, "a.example.test", ALLOW_TAG_DNS, ALLOW_OK,
+                "allowDomains: **.example.test:*", ""},
+        {{1, {"*.example.test"}, {0}, NULL, 0}, "example.test", ALLOW_TAG_DNS,
+                ALLOW_HOST_NOT_ALLOWED, "allowDomains (no entry matches)",
+                "add \"example.test\" to allowDomains"},
+        {{1, {"example.test"}, {0}, NULL, 0}, "other.test", ALLOW_TAG_DNS, ALLOW_HOST_NOT_ALLOWED,
+                "allowDomains (no entry matches)", "add \"other.test\" to allowDomains"},
+        /* a deny entry for every port, and one for the only port allowed */
+        {{1, {"**.example.test"}, {"bad.example.test"}, NULL, 0}, "bad.example.test",
+                ALLOW_TAG_DNS, ALLOW_HOST_DENIED, "domains: bad.example.test",
+                "remove \"bad.example.test\" from domains"},
+        {{1, {"example.test:8443"}, {"example.test:8443"}, NULL, 0}, "example.test",
+                ALLOW_TAG_DNS, ALLOW_HOST_DENIED, "domains: example.test:8443",
+                "remove \"example.test:8443\" from domains"},
+        /* a deny entry for one port leaves the others */
+        {{1, {"example.test", "example.test:8443"}, {"example.test:443"}, NULL, 0},
+                "example.test", ALLOW_TAG_DNS, ALLOW_OK, "allowDomains: example.test", ""},
+        {{1, {"example.test:*"}, {"example.test:1", "example.test:80", "example.test:443"}, NULL,
+                 0},
+                "example.test", ALLOW_TAG_DNS, ALLOW_OK, "allowDomains: example.test:*", ""},
+        {{0, {0}, {"example.test:443"}, NULL, 0}, "example.test", ALLOW_TAG_DNS, ALLOW_OK, "",
+                ""},
+        {{0, {0}, {"example.test"}, NULL, 0}, "example.test", ALLOW_TAG_DNS, ALLOW_HOST_DENIED,
+                "domains: example.test", "remove \"example.test\" from domains"},
+        /* the dns action */
+        {{1, {"example.test"}, {0}, "dns", 0}, "example.test", ALLOW_TAG_DNS, ALLOW_ACTION_DENIED,
+                "actions: dns", "remove \"dns\" from actions"},
+        {{1, {"example.test:8443"}, {0}, "read", 0}, "example.test", ALLOW_TAG_DNS,
+                ALLOW_ACTION_DENIED, "actions: dns",
+                "remove \"dns\" (or \"read\", which covers it) from actions"},
+        {{1, {"example.test"}, {0}, "write", 0}, "example.test", ALLOW_TAG_DNS, ALLOW_OK,
+                "allowDomains: example.test", ""},
+};
+
+static void test_decide_any_port(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof any_port_cases / sizeof any_port_cases[0]; i++) {
+		const struct decide_case *c = &any_port_cases[i];
+		struct allow_bound b;
+		build_bound(&c->bound, &b);
+		struct allow_dest d;
+		if (allow_canon_host(c->dest, strlen(c->dest), &d) != ALLOW_CANON_OK)
+			fail_msg("case %zu: bad destination %s", i, c->dest);
+		struct allow_decision dec;
+		memset(&dec, 'x', sizeof dec);
+		allow_decide_any_port(&b, &d, c->action, &dec);
+		if (dec.reason != c->want || strcmp(dec.rule, c->rule) != 0 ||
+		        strcmp(dec.hint, c->hint) != 0)
+			fail_msg("any-port case %zu (%s): got %s / \"%s\" / \"%s\"; want %s / "
+			         "\"%s\" / \"%s\"",
+			        i, c->dest, allow_reason_code(dec.reason), dec.rule, dec.hint,
+			        allow_reason_code(c->want), c->rule, c->hint);
+		allow_bound_free(&b);
+	}
+}
+
 static void test_reason_codes(void **state)
 {
 	(void)state;
@@ -299,6 +362,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_decide_table),
+	        cmocka_unit_test(test_decide_any_port),
 	        cmocka_unit_test(test_reason_codes),
 	        cmocka_unit_test(test_merge_table),
 	        cmocka_unit_test(test_merge_then_decide),
