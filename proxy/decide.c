@@ -296,15 +296,15 @@ static struct proxy_session *session_by_auth(struct proxy_conn *c, const char *v
 	return NULL;
 }
 
-static struct proxy_session *session_by_client(struct proxy_conn *c)
+struct proxy_session *proxy_session_by_client(struct proxy_gen *gen, const struct dns_addr *peer)
 {
-	for (size_t i = 0; i < c->gen->cfg->nsessions; i++) {
-		const struct allow_session_config *sc = &c->gen->sessions[i].cfg[0];
+	for (size_t i = 0; i < gen->cfg->nsessions; i++) {
+		const struct allow_session_config *sc = &gen->sessions[i].cfg[0];
 		for (size_t j = 0; j < sc->nclients; j++)
-			if (allow_cidr_contains(&sc->clients[j], c->peer.family, c->peer.addr))
-				return &c->gen->sessions[i];
+			if (allow_cidr_contains(&sc->clients[j], peer->family, peer->addr))
+				return &gen->sessions[i];
 	}
-	return NULL;
+	return gen->dflt;
 }
 
 int proxy_session_pick(struct proxy_conn *c)
@@ -324,9 +324,7 @@ int proxy_session_pick(struct proxy_conn *c)
 			return -1;
 		}
 	} else {
-		s = session_by_client(c);
-		if (s == NULL)
-			s = c->gen->dflt;
+		s = proxy_session_by_client(c->gen, &c->peer);
 	}
 	if (s == NULL) {
 		if (any_token)

@@ -24,6 +24,8 @@ struct bufferevent;
 struct evconnlistener;
 struct evbuffer;
 struct audit_log;
+struct dns_listener;
+struct dns_map;
 
 #define PROXY_MAX_LISTENERS 16
 #define PROXY_ADDR_TEXT 64          /* "[v6]:port" and NUL */
@@ -115,6 +117,8 @@ struct proxy_server {
 	struct dns_addr *own_addrs;     /* this host's interface addresses, when a listener is a
 	                                   wildcard (they all reach it); read at start and reload */
 	size_t nown_addrs;
+	struct dns_listener *dns;       /* listen.dns (dnsfront.c), or NULL */
+	struct dns_map *dnsmap;         /* mapped answers, shared with the transparent listener */
 };
 
 /* Where a connection is in its life (each half's sockets are in struct proxy_half). */
@@ -243,6 +247,13 @@ void proxy_server_conn_gone(struct proxy_server *srv);
  * made in blocks (see server.c). */
 void proxy_fd_reserve(struct proxy_server *srv, int fd);
 
+/* dnsfront.c: the DNS listener's glue.  proxy_dnsfront_open opens listen.dns (printing
+ * "egressd: listening on ADDR (dns, UDP and TCP)" for each): 0, or -1 after printing why.
+ * proxy_dnsfront_stop stops answering; proxy_dnsfront_free frees the listener and the map. */
+int proxy_dnsfront_open(struct proxy_server *srv);
+void proxy_dnsfront_stop(struct proxy_server *srv);
+void proxy_dnsfront_free(struct proxy_server *srv);
+
 /* conn.c */
 void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,
 	const struct proxy_listener *l);
@@ -252,6 +263,10 @@ void proxy_conn_arm_timer(struct proxy_conn *c, uint64_t ms);
 void proxy_conn_start_upstream(struct proxy_conn *c);
 void proxy_conn_touch(struct proxy_conn *c);
 void proxy_conn_finish(struct proxy_conn *c, const char *end);
+
+/* The session of a client without credentials: the first whose clients list holds peer, else
+ * the session named default; NULL when neither exists. */
+struct proxy_session *proxy_session_by_client(struct proxy_gen *gen, const struct dns_addr *peer);
 
 /* Picks the session of the request in c->req (docs/design.md 4.4) and applies its limits.  Returns 0;
  * or -1 after answering with a denial. */

@@ -364,6 +364,7 @@ static void begin_stop(struct proxy_server *srv, const char *why)
 	proxy_pool_clear(srv);
 	fprintf(stderr, "egressd: %s: stopping (open connections: %zu)\n", why, srv->nconns);
 	close_listeners(srv);
+	proxy_dnsfront_stop(srv);
 	/* Connections waiting for a request head carry nothing: close them now. */
 	struct proxy_conn *c = srv->conns;
 	while (c != NULL) {
@@ -378,6 +379,16 @@ static void begin_stop(struct proxy_server *srv, const char *why)
 	if (srv->grace != NULL)
 		evtimer_add(srv->grace, &tv);
 	check_stopped(srv);
+}
+
+static int same_strings(char **a, size_t na, char **b, size_t nb)
+{
+	if (na != nb)
+		return 0;
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	return 1;
 }
 
 static void reload(struct proxy_server *srv)
@@ -399,6 +410,9 @@ static void reload(struct proxy_server *srv)
 		return;
 	}
 	gen_link(srv, gen);
+	if (!same_strings(srv->gen->cfg->listen_dns, srv->gen->cfg->nlisten_dns,
+		    gen->cfg->listen_dns, gen->cfg->nlisten_dns))
+		fprintf(stderr, "egressd: listen.dns changed: it takes effect on restart\n");
 	proxy_gen_release(srv->gen);
 	srv->gen = gen;
 	proxy_pool_clear(srv); /* parked upstreams were admitted by the old address policy */
@@ -578,7 +592,7 @@ int proxy_serve(const char *config_path)
 		}
 	}
 
-	if (open_listeners(srv, srv->gen->cfg) == -1)
+	if (open_listeners(srv, srv->gen->cfg) == -1 || proxy_dnsfront_open(srv) == -1)
 		goto out;
 	read_own_addrs(srv);
 
@@ -614,6 +628,7 @@ out:
 		proxy_conn_close(srv->conns, "shutdown");
 	proxy_pool_clear(srv);
 	close_listeners(srv);
+	proxy_dnsfront_free(srv); /* lets go of the generations its pending answers hold */
 	for (int i = 0; i < 5; i++)
 		if (srv->sig[i] != NULL)
 			event_free(srv->sig[i]);

@@ -1,0 +1,141 @@
+/* The DNS listener's glue (docs/dns.md): dns/listen.c asks, this file answers from the proxy's
+ * state.  A query's session is the client's (sessions' clients, else default: DNS carries no
+ * credentials), decided under the current generation: allow_decide_any_port with the dns
+ * action, that generation's resolver and address policy for real answers (a generation
+ * reference is held while an answer waits for the resolver), and its listen.dnsAnswers.  Records
+ * go to the audit log as event dns, front dns. */
+#include <stdio.h>
+#include <string.h>
+
+#include "allowlist/tags.h"
+#include "audit/audit.h"
+#include "dns/listen.h"
+#include "dns/map.h"
+#include "proxy/proxy.h"
+
+static void dns_decide(void *arg, const struct dns_listener_client *who, const char *name,
+	struct dns_listener_verdict *out)
+{
+	struct proxy_server *srv = arg;
+	struct proxy_gen *gen = srv->gen;
+	out->mapped = gen->cfg->listen_dns_answers == ALLOW_DNS_ANSWERS_MAPPED;
+	struct proxy_session *s = proxy_session_by_client(gen, &who->peer);
+	if (s == NULL) {
+		out->reason = "no-session";
+		snprintf(out->rule, sizeof out->rule, "sessions (no session named default)");
+		return;
+	}
+	snprintf(out->session, sizeof out->session, "%s", s->cfg->name);
+	const struct allow_bound *b = &s->cfg->bound;
+	if (b->deny_actions & ALLOW_TAG_DNS) {
+		out->dns_denied = 1;
+		snprintf(out->rule, sizeof out->rule, "actions: dns");
+		return;
+	}
+	struct proxy_session *live = proxy_session_live(s);
+	uint64_t expires = live->cfg->limits.expires_in_ms;
+	if (expires != ALLOW_UNLIMITED && proxy_now_ms() - live->started_ms >= expires) {
+		out->reason = "session-expired";
+		snprintf(out->rule, sizeof out->rule, "limits.expiresIn");
+		return;
+	}
+	if (name == NULL)
+		return;
+	struct allow_dest d;
+	if (allow_canon_host(name, strlen(name), &d) != ALLOW_CANON_OK) {
+		out->reason = "bad-request";
+		return;
+	}
+	struct allow_decision dec;
+	allow_decide_any_port(b, &d, ALLOW_TAG_DNS, &dec);
+	snprintf(out->rule, sizeof out->rule, "%s", dec.rule);
+	if (dec.reason != ALLOW_OK) {
+		out->reason = allow_reason_code(dec.reason);
+		return;
+	}
+	out->allow = 1;
+	out->resolver = gen->dns;
+	out->addrpol = &gen->addrpol;
+	out->hold = gen;
+	gen->refs++;
+}
+
+static void dns_release(void *arg, void *hold)
+{
+	(void)arg;
+	proxy_gen_release(hold);
+}
+
+static void dns_record(void *arg, const struct dns_listener_record *rec)
+{
+	struct proxy_server *srv = arg;
+	struct audit_rec r;
+	audit_rec_init(&r);
+	r.event = "dns";
+	r.front = "dns";
+	char n[24];
+	if (rec->suppressed > 0) {
+		/* The record table was full: how many records were left out this minute. */
+		snprintf(n, sizeof n, "%llu", (unsigned long long)rec->suppressed);
+		r.reason = "records-suppressed";
+		r.extra[0].key = "suppressed";
+		r.extra[0].value = n;
+	} else {
+		r.session = rec->session;
+		r.client = rec->client;
+		r.host = rec->host;
+		r.action = "dns";
+		r.decision = rec->decision;
+		r.reason = rec->reason;
+		r.rule = rec->rule;
+		r.addr = rec->addr;
+		r.extra[0].key = "qtype";
+		r.extra[0].value = rec->qtype;
+		r.extra[1].key = "rcode";
+		r.extra[1].value = rec->rcode;
+		if (rec->repeat > 0) {
+			snprintf(n, sizeof n, "%llu", (unsigned long long)rec->repeat);
+			r.extra[2].key = "repeat";
+			r.extra[2].value = n;
+		}
+	}
+	if (audit_write(srv->audit, &r) == -1)
+		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(srv->audit));
+}
+
+int proxy_dnsfront_open(struct proxy_server *srv)
+{
+	const struct allow_config *cfg = srv->gen->cfg;
+	if (cfg->nlisten_dns == 0)
+		return 0;
+	static const struct dns_listener_ops ops = {dns_decide, dns_release, dns_record};
+	srv->dnsmap = dns_map_new(0);
+	srv->dns = srv->dnsmap ? dns_listener_new(srv->base, &ops, srv, srv->dnsmap) : NULL;
+	if (srv->dns == NULL) {
+		fprintf(stderr, "egressd: listen.dns: out of memory\n");
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->nlisten_dns; i++) {
+		char bound[DNS_ADDR_TEXT], err[256];
+		if (dns_listener_open(srv->dns, cfg->listen_dns[i], bound, sizeof bound, err,
+			    sizeof err) == -1) {
+			fprintf(stderr, "egressd: %s: listen.dns: %s\n", cfg->path, err);
+			return -1;
+		}
+		fprintf(stderr, "egressd: listening on %s (dns, UDP and TCP)\n", bound);
+	}
+	return 0;
+}
+
+void proxy_dnsfront_stop(struct proxy_server *srv)
+{
+	dns_listener_close(srv->dns);
+}
+
+void proxy_dnsfront_free(struct proxy_server *srv)
+{
+	dns_listener_free(srv->dns);
+	srv->dns = NULL;
+	dns_map_free(srv->dnsmap);
+	srv->dnsmap = NULL;
+}
