@@ -8,6 +8,7 @@
 #define NBUCKETS 4096u /* power of two */
 #define KEY_SESSION_MAX 128
 #define KEY_NAME_MAX 1024
+#define KEY_BUF (KEY_SESSION_MAX + KEY_NAME_MAX + 5)
 
 struct dedup_entry {
 	struct dedup_entry *hnext;         /* bucket chain */
@@ -81,14 +82,14 @@ void dns_dedup_free(struct dns_dedup *d)
 	free(d);
 }
 
-enum dns_dedup_verdict dns_dedup_check(struct dns_dedup *d, const char *session, const char *name,
-	uint16_t qtype, int allow, uint64_t now_ms, uint64_t *repeat)
+/* The key of (session, name, qtype, allow) into key (KEY_BUF bytes); its length, and its hash
+ * in *hash. */
+static size_t make_key(char *key, const char *session, const char *name, uint16_t qtype, int allow,
+	uint32_t *hash)
 {
-	*repeat = 0;
 	/* Session names are at most 64 bytes and names 1021 in presentation form; longer text
 	 * (none is made) would only be cut, merging keys, never losing a first record. */
 	size_t slen = strnlen(session, KEY_SESSION_MAX), nlen = strnlen(name, KEY_NAME_MAX);
-	char key[KEY_SESSION_MAX + KEY_NAME_MAX + 5];
 	memcpy(key, session, slen);
 	key[slen] = '\0';
 	memcpy(key + slen + 1, name, nlen);
@@ -97,13 +98,41 @@ enum dns_dedup_verdict dns_dedup_check(struct dns_dedup *d, const char *session,
 	key[slen + nlen + 3] = (char)qtype;
 	key[slen + nlen + 4] = (char)(allow != 0);
 	size_t keylen = slen + nlen + 5;
-
 	uint32_t h = 2166136261u; /* FNV-1a */
 	for (size_t i = 0; i < keylen; i++)
 		h = (h ^ (unsigned char)key[i]) * 16777619u;
+	*hash = h;
+	return keylen;
+}
+
+static struct dedup_entry *find(const struct dns_dedup *d, const char *key, size_t keylen,
+	uint32_t h)
+{
 	struct dedup_entry *e = d->buckets[h & (NBUCKETS - 1)];
 	while (e && (e->hash != h || e->keylen != keylen || memcmp(e->key, key, keylen) != 0))
 		e = e->hnext;
+	return e;
+}
+
+void dns_dedup_forget(struct dns_dedup *d, const char *session, const char *name, uint16_t qtype,
+	int allow)
+{
+	char key[KEY_BUF];
+	uint32_t h;
+	size_t keylen = make_key(key, session, name, qtype, allow, &h);
+	struct dedup_entry *e = find(d, key, keylen, h);
+	if (e != NULL)
+		remove_entry(d, e);
+}
+
+enum dns_dedup_verdict dns_dedup_check(struct dns_dedup *d, const char *session, const char *name,
+	uint16_t qtype, int allow, uint64_t now_ms, uint64_t *repeat)
+{
+	*repeat = 0;
+	char key[KEY_BUF];
+	uint32_t h;
+	size_t keylen = make_key(key, session, name, qtype, allow, &h);
+	struct dedup_entry *e = find(d, key, keylen, h);
 	if (e != NULL) {
 		if (now_ms - e->start_ms < d->window_ms && now_ms >= e->start_ms) {
 			e->left_out++;

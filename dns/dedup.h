@@ -31,6 +31,11 @@ enum dns_dedup_verdict {
 enum dns_dedup_verdict dns_dedup_check(struct dns_dedup *d, const char *session, const char *name,
 	uint16_t qtype, int allow, uint64_t now_ms, uint64_t *repeat);
 
+/* Forgets a key whose record could not be written, so that the next answer of the key writes
+ * it. */
+void dns_dedup_forget(struct dns_dedup *d, const char *session, const char *name, uint16_t qtype,
+	int allow);
+
 /* Records left out for want of room since the last call; resets the count. */
 uint64_t dns_dedup_take_overflow(struct dns_dedup *d);
 

@@ -121,9 +121,12 @@ static void deny(struct outcome *o, const char *reason, const char *rule)
 
 /* ---- records -------------------------------------------------------------------------------- */
 
+/* Writes the record of an answer, unless its key had one within the minute.  An allow that
+ * cannot be put on record turns into SERVFAIL (audit-unavailable): nothing is answered that is
+ * not on record. */
 static void write_record(struct dns_listener *l, const struct dns_wire_query *q,
 	const struct dns_listener_verdict *v, const struct dns_listener_client *who,
-	const struct outcome *o)
+	struct outcome *o)
 {
 	const char *host = q->canon_ok ? q->name : q->text;
 	uint64_t repeat = 0;
@@ -150,7 +153,12 @@ static void write_record(struct dns_listener *l, const struct dns_wire_query *q,
 	r.addr = addrs[0] ? addrs : NULL;
 	r.rcode = dns_rcode_name(o->rcode);
 	r.repeat = repeat;
-	l->ops.record(l->arg, &r);
+	if (l->ops.record(l->arg, &r) == -1 && o->allow) {
+		dns_dedup_forget(l->dedup, v->session, host, q->qtype, o->allow);
+		o->rcode = DNS_RCODE_SERVFAIL;
+		o->reason = "audit-unavailable";
+		o->naddrs = 0;
+	}
 }
 
 static void summary_cb(evutil_socket_t fd, short what, void *arg)

@@ -79,8 +79,10 @@ struct dns_listener_ops {
 		struct dns_listener_verdict *out);
 	/* Lets go of verdict.hold. */
 	void (*release)(void *arg, void *hold);
-	/* Writes one record. */
-	void (*record)(void *arg, const struct dns_listener_record *rec);
+	/* Writes one record: 0, or -1 when an allow could not be put on record (the answer then
+	 * becomes SERVFAIL, reason audit-unavailable, and the next query of that key tries to
+	 * write again). */
+	int (*record)(void *arg, const struct dns_listener_record *rec);
 };
 
 struct dns_listener;

@@ -66,41 +66,37 @@ static void dns_release(void *arg, void *hold)
 	proxy_gen_release(hold);
 }
 
-static void dns_record(void *arg, const struct dns_listener_record *rec)
+static int dns_record(void *arg, const struct dns_listener_record *rec)
 {
 	struct proxy_server *srv = arg;
 	struct audit_rec r;
 	audit_rec_init(&r);
 	r.event = "dns";
 	r.front = "dns";
-	char n[24];
 	if (rec->suppressed > 0) {
 		/* The record table was full: how many records were left out this minute. */
-		snprintf(n, sizeof n, "%llu", (unsigned long long)rec->suppressed);
 		r.reason = "records-suppressed";
-		r.extra[0].key = "suppressed";
-		r.extra[0].value = n;
-	} else {
-		r.session = rec->session;
-		r.client = rec->client;
-		r.host = rec->host;
-		r.action = "dns";
-		r.decision = rec->decision;
-		r.reason = rec->reason;
-		r.rule = rec->rule;
-		r.addr = rec->addr;
-		r.extra[0].key = "qtype";
-		r.extra[0].value = rec->qtype;
-		r.extra[1].key = "rcode";
-		r.extra[1].value = rec->rcode;
-		if (rec->repeat > 0) {
-			snprintf(n, sizeof n, "%llu", (unsigned long long)rec->repeat);
-			r.extra[2].key = "repeat";
-			r.extra[2].value = n;
-		}
+		audit_rec_num(&r, "suppressed", (int64_t)rec->suppressed);
+		audit_write(srv->audit, &r, AUDIT_EVENT);
+		return 0;
 	}
-	if (audit_write(srv->audit, &r) == -1)
-		fprintf(stderr, "egressd: audit: %s\n", audit_last_error(srv->audit));
+	r.session = rec->session;
+	r.client = rec->client;
+	r.host = rec->host;
+	r.action = "dns";
+	r.decision = rec->decision;
+	r.reason = rec->reason;
+	r.rule = rec->rule;
+	r.addr = rec->addr;
+	audit_rec_str(&r, "qtype", rec->qtype);
+	audit_rec_str(&r, "rcode", rec->rcode);
+	if (rec->repeat > 0)
+		audit_rec_num(&r, "repeat", (int64_t)rec->repeat);
+	/* An answer that gives addresses is a decision: refused when it cannot be put on record
+	 * (the listener then answers SERVFAIL); a refusal is a denial. */
+	int allow = rec->decision != NULL && strcmp(rec->decision, "allow") == 0;
+	uint64_t seq = audit_write(srv->audit, &r, allow ? AUDIT_DECISION : AUDIT_DENIAL);
+	return seq == 0 && allow ? -1 : 0;
 }
 
 int proxy_dnsfront_open(struct proxy_server *srv)

@@ -87,14 +87,15 @@ static void release(void *arg, void *hold)
 	holds--;
 }
 
-static void record(void *arg, const struct dns_listener_record *rec)
+static int record(void *arg, const struct dns_listener_record *rec)
 {
 	(void)arg;
 	if (rec->suppressed > 0)
-		return;
+		return 0;
 	check(rec->decision != NULL && rec->host != NULL && rec->qtype != NULL &&
 		rec->rcode != NULL && rec->client != NULL);
 	check(strcmp(rec->decision, "allow") == 0 || strcmp(rec->decision, "deny") == 0);
+	return 0;
 }
 
 static void add_host(struct allow_dns_config *cfg, const char *name, const char *const *addrs)
