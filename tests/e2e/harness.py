@@ -889,11 +889,10 @@ def netns_command(argv, addrs=()):
         said = " ".join(probe.stderr.split()) or "exit %d" % probe.returncode
         hint = ""
         if flags == "-Urn":
-            hint = ("; unprivileged user namespaces are off here (sysctls "
-                    "kernel.unprivileged_userns_clone, user.max_user_namespaces, "
-                    "kernel.apparmor_restrict_unprivileged_userns; a chroot or a container's "
-                    "seccomp filter also refuses them): run as root to cover these cases")
-        return None, "unshare %s failed: %s%s" % (flags, said, hint)
+            hint = (": this user may not make user namespaces here (a chroot, a container's "
+                    "seccomp filter, or a sysctl: kernel.unprivileged_userns_clone, "
+                    "user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)")
+        return None, "%s%s" % (said, hint)
     return wrap + list(argv), None
 
 

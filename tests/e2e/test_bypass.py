@@ -247,8 +247,7 @@ def recorder_443(h, mode):
         try:
             return h.add(Recorder(addr, 443, mode))
         except PermissionError:
-            skip("binding port 443 needs root or a private network namespace, and there is "
-                 "neither (%s)" % NO_NETNS)
+            skip("binding port 443 needs root or a private network namespace (%s)" % NO_NETNS)
         except OSError:
             continue
     raise TestFailure("could not bind any 127/8 address on port 443 (needs root or "
