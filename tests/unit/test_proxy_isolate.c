@@ -658,15 +658,20 @@ static void test_exec_fails(void **state)
 	}
 }
 
+/* A path nothing exists at, for a CMD that would create it if it ran. */
+static void marker_path(char *buf, size_t cap)
+{
+	static int n;
+	snprintf(buf, cap, "/tmp/egressd-isolate-marker-%ld-%d", (long)getpid(), ++n);
+	unlink(buf);
+}
+
 /* A set-up step that fails after the namespaces exist: CMD never runs, no socket is left. */
 static void test_setup_refused(void **state)
 {
 	(void)state;
-	char marker[] = "/tmp/egressd-isolate-marker-XXXXXX";
-	int mfd = mkstemp(marker);
-	assert_true(mfd >= 0);
-	close(mfd);
-	unlink(marker);
+	char marker[96];
+	marker_path(marker, sizeof marker);
 	char *argv[] = {"touch", marker, NULL};
 	struct proxy_isolate_sock clash[2] = {
 	        {PROXY_ISOLATE_PLAIN, SOCK_STREAM, AF_INET, 4000, -1},
@@ -697,11 +702,8 @@ static void test_setup_refused(void **state)
  * kind is 0, proxy_isolate_start fails with the reason and CMD never runs. */
 static void refused_by_kernel(const char *limit, const char *want)
 {
-	char marker[] = "/tmp/egressd-isolate-marker-XXXXXX";
-	int mfd = mkstemp(marker);
-	assert_true(mfd >= 0);
-	close(mfd);
-	unlink(marker);
+	char marker[96];
+	marker_path(marker, sizeof marker);
 	int p[2];
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	pid_t pid = fork();
