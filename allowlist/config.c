@@ -781,6 +781,8 @@ void allow_config_free(struct allow_config *cfg)
 	free(cfg->dns.allow_addresses);
 	free(cfg->dns.deny_addresses);
 	free(cfg->audit_path);
+	for (size_t i = 0; i < ALLOW_REG_COUNT; i++)
+		free(cfg->registries[i]);
 	for (size_t i = 0; i < cfg->nsessions; i++)
 		session_config_free(&cfg->sessions[i], 1);
 	free(cfg->sessions);

@@ -13,6 +13,7 @@
 
 #include "allowlist/bound.h"
 #include "allowlist/cidr.h"
+#include "allowlist/registry.h"
 
 #define ALLOW_DNS_HOST_ADDRS 16 /* most static addresses per dns.hosts entry */
 
@@ -89,6 +90,10 @@ struct allow_config {
 	struct allow_named_bound *bounds; /* bounds:, in file order: sessions made later (control
 	                                     API) may name them too */
 	size_t nbounds;
+	char *registries[ALLOW_REG_COUNT]; /* registries: the host of each package registry family
+	                                      (allowlist/registry.h), canonical, or NULL; what the
+	                                      classifier's pre-run check tests for a tool's default
+	                                      registry */
 };
 
 /* A list of error lines, each "FILE:LINE:COL: message" (or "FILE: message"). */

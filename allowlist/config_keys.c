@@ -1161,6 +1161,56 @@ static const struct cfg_key audit_keys[] = {
         {.name = NULL},
 };
 
+/* registries.FAMILY: one host name or IP literal, no pattern and no port (the check dials
+ * 443). */
+static int set_registry(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
+        yaml_node_t *val, void *base)
+{
+	(void)key;
+	size_t len;
+	const char *v = allow_cfg_scalar_text(ld, val, "a host name", &len);
+	if (v == NULL)
+		return -1;
+	struct allow_dest d;
+	enum allow_canon_err ce = allow_canon_host(v, len, &d);
+	char q[CFG_QUOTE_BUF];
+	if (ce != ALLOW_CANON_OK) {
+		allow_cfg_err_at(ld, val, "%s is not a host name: %s%s",
+		        allow_cfg_quote(q, sizeof q, v, len), allow_canon_strerror(ce),
+		        memchr(v, '*', len) || memchr(v, ':', len)
+		                ? " (a registry is one host: no pattern, no port)"
+		                : "");
+		return -1;
+	}
+	char **dst = (char **)((char *)base + k->off);
+	char *h = strdup(d.host);
+	if (h == NULL) {
+		allow_cfg_err_oom(ld, val);
+		return -1;
+	}
+	free(*dst);
+	*dst = h;
+	return 0;
+}
+
+#define REGISTRY_KEY(family, bit)                                                                  \
+	{                                                                                          \
+		.name = family, .set = set_registry,                                               \
+		.off = offsetof(struct allow_config, registries) + (bit) * sizeof(char *)          \
+	}
+/* One key per family (allowlist/registry.c names them), in the same order. */
+static const struct cfg_key registries_keys[] = {
+        REGISTRY_KEY("brew", 0),
+        REGISTRY_KEY("crates", 1),
+        REGISTRY_KEY("docker", 2),
+        REGISTRY_KEY("go", 3),
+        REGISTRY_KEY("npm", 4),
+        REGISTRY_KEY("packagist", 5),
+        REGISTRY_KEY("pypi", 6),
+        REGISTRY_KEY("rubygems", 7),
+        {.name = NULL},
+};
+
 const struct cfg_key allow_cfg_top_keys[] = {
         {.name = "listen", .set = set_map, .sub = listen_keys},
         {.name = "dns", .set = set_map, .off = offsetof(struct allow_config, dns), .sub = dns_keys},
@@ -1171,5 +1221,6 @@ const struct cfg_key allow_cfg_top_keys[] = {
         {.name = "audit", .set = set_map, .sub = audit_keys},
         {.name = "bounds", .set = set_bounds},
         {.name = "sessions", .set = set_sessions},
+        {.name = "registries", .set = set_map, .sub = registries_keys},
         {.name = NULL},
 };

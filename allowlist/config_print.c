@@ -207,4 +207,15 @@ void allow_config_print(const struct allow_config *cfg, FILE *out)
 			fputc('\n', out);
 		print_session(out, &cfg->sessions[i]);
 	}
+	/* Only when some are set: the classifier's pre-run check uses them, the proxy does not. */
+	int any = 0;
+	for (size_t i = 0; i < ALLOW_REG_COUNT; i++) {
+		if (cfg->registries[i] == NULL)
+			continue;
+		fprintf(out, "%s%s=%s", any ? ", " : "\nregistries (classify): ",
+		        allow_registry_name(1u << i), cfg->registries[i]);
+		any = 1;
+	}
+	if (any)
+		fputc('\n', out);
 }

@@ -48,6 +48,33 @@ static void deny(struct allow_decision *out, enum allow_reason r, const char *ru
 	snprintf(out->hint, sizeof out->hint, "%s \"%s\" %s", hint_verb, hint_what, hint_where);
 }
 
+int allow_decide_action(const struct allow_bound *b, unsigned action, struct allow_decision *out)
+{
+	unsigned hit = action & b->deny_actions;
+	if (hit == 0)
+		return 0;
+	unsigned bit = hit & (~hit + 1); /* the lowest, so the answer does not vary */
+	const char *name = allow_tag_name(bit);
+	/* deny_actions holds leaves only, so a config that said "write" or "all" shows up as a
+	 * whole group: name the parent too, since removing the leaf alone is impossible.
+	 * net:raw sits under both read and write; either may be the one. */
+	unsigned da = b->deny_actions;
+	const char *parent = (da & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all"
+	                     : (bit & ALLOW_TAGS_READ) && (da & ALLOW_TAGS_READ) == ALLOW_TAGS_READ
+	                             ? "read"
+	                     : (bit & ALLOW_TAGS_WRITE) && (da & ALLOW_TAGS_WRITE) == ALLOW_TAGS_WRITE
+	                             ? "write"
+	                             : NULL;
+	out->reason = ALLOW_ACTION_DENIED;
+	snprintf(out->rule, sizeof out->rule, "actions: %s", name);
+	if (parent != NULL)
+		snprintf(out->hint, sizeof out->hint,
+		        "remove \"%s\" (or \"%s\", which covers it) from actions", name, parent);
+	else
+		snprintf(out->hint, sizeof out->hint, "remove \"%s\" from actions", name);
+	return 1;
+}
+
 void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsigned action,
         struct allow_decision *out)
 {
@@ -89,30 +116,8 @@ void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsig
 		return;
 	}
 
-	unsigned hit = action & b->deny_actions;
-	if (hit != 0) {
-		unsigned bit = hit & (~hit + 1); /* the lowest, so the answer does not vary */
-		const char *name = allow_tag_name(bit);
-		/* deny_actions holds leaves only, so a config that said "write" or "all" shows up
-		 * as a whole group: name the parent too, since removing the leaf alone is
-		 * impossible.  net:raw sits under both read and write; either may be the one. */
-		unsigned da = b->deny_actions;
-		const char *parent = (da & ALLOW_TAGS_ALL) == ALLOW_TAGS_ALL ? "all"
-		                     : (bit & ALLOW_TAGS_READ) && (da & ALLOW_TAGS_READ) == ALLOW_TAGS_READ
-		                             ? "read"
-		                     : (bit & ALLOW_TAGS_WRITE) && (da & ALLOW_TAGS_WRITE) == ALLOW_TAGS_WRITE
-		                             ? "write"
-		                             : NULL;
-		out->reason = ALLOW_ACTION_DENIED;
-		snprintf(out->rule, sizeof out->rule, "actions: %s", name);
-		if (parent != NULL)
-			snprintf(out->hint, sizeof out->hint,
-			        "remove \"%s\" (or \"%s\", which covers it) from actions", name,
-			        parent);
-		else
-			snprintf(out->hint, sizeof out->hint, "remove \"%s\" from actions", name);
+	if (allow_decide_action(b, action, out))
 		return;
-	}
 	if (rule != NULL)
 		snprintf(out->rule, sizeof out->rule, "allowDomains: %s", rule);
 }

@@ -42,4 +42,9 @@ void allow_decide(const struct allow_bound *b, const struct allow_dest *d, unsig
 void allow_decide_any_port(const struct allow_bound *b, const struct allow_dest *d,
 	unsigned action, struct allow_decision *out);
 
+/* The action step of allow_decide alone: 1 with out's reason (action-denied), rule and hint set
+ * when the bound denies one of the leaf tags in `action`, else 0 and out untouched.  For a
+ * classified command line, whose tags are known before any host. */
+int allow_decide_action(const struct allow_bound *b, unsigned action, struct allow_decision *out);
+
 #endif

@@ -253,6 +253,7 @@ static int finish(struct cls_ctx *c, struct cls_result *r)
 		return -1;
 	}
 	r->tags = c->tags;
+	r->registries = c->registries;
 	if (c->nprograms > 0) {
 		r->programs = export_names(c->programs, c->nprograms);
 		if (r->programs == NULL)

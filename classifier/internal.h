@@ -147,6 +147,11 @@ int cls_rule_dns(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
  * than run.  0 or -1. */
 int cls_rule_tools(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_uv(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+/* npx, uvx: the package is fetched (http:read) from the family's registry (ALLOW_REG_NPM or
+ * ALLOW_REG_PYPI) unless the options or the line's environment name another. */
+void cls_package_fetch(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned family);
+/* uv's long options that take a value (wrappers.c), shared with tools.c. */
+extern const char *const cls_uv_lv[];
 /* A redirection's target word (any operator but << and <<<): /dev/tcp/HOST/PORT and
  * /dev/udp/HOST/PORT open a connection in bash, so they are net:raw. */
 void cls_note_redir(struct cls_ctx *c, const struct cls_word *target);

@@ -92,6 +92,17 @@ static size_t operand(const struct cls_word *v, size_t n, size_t i, const struct
 	return cls_opts_walk(v, n, i, spec, NULL, NULL, NULL);
 }
 
+/* Runs v[0..n) as a command of its own (a tool's exec or run verb). */
+static int run_nested(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	if (n == 0)
+		return 0;
+	if (cls_enter(c, v[0].off) == -1 || cls_run_cmd(c, v, n, flags, NULL) == -1)
+		return -1;
+	cls_leave(c);
+	return 0;
+}
+
 /* Runs a word as a shell script (a tool's command string), refused when it is not static. */
 static int run_script_word(struct cls_ctx *c, const struct cls_word *w, const char *what)
 {
@@ -733,15 +744,15 @@ static int interp_opt(void *arg, const struct cls_opt *o)
 		        st->what);
 		return 1;
 	}
-	if ((!code && !mod) || o->vw == NULL)
-		return 0;
-	if (st->lang == LANG_PYTHON && o->c == 'm') {
+	if (st->lang == LANG_PYTHON && o->c == 'm' && o->vw != NULL) {
 		st->pymodw = *o->vw;
 		st->pymodw.s = o->val;
 		st->pymodw.len = o->vlen;
 		st->pymod = o;
 		return 1; /* python -m MODULE: the rest are the module's arguments */
 	}
+	if ((!code && !mod) || o->vw == NULL)
+		return 0;
 	struct cls_word w = *o->vw;
 	w.s = o->val;
 	w.len = o->vlen;
@@ -767,7 +778,7 @@ static int t_python(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 	if (st.rc == -1)
 		return -1;
 	if (st.pymod != NULL)
-		return python_module(c, &st.pymodw, v + k, n - k, flags);
+		return python_module(c, &st.pymodw, v + k - 1, n - k + 1, flags);
 	return 0; /* a script file, or a program on standard input: out of reach here */
 }
 
@@ -1014,26 +1025,1636 @@ static int t_declare(struct cls_ctx *c, const struct cls_word *v, size_t n, unsi
 
 /* ---- dispatch --------------------------------------------------------------------------- */
 
-int cls_rule_uv(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+/* ---- package managers and registries ---------------------------------------------------- */
+
+#define R ALLOW_TAG_HTTP_READ
+#define W ALLOW_TAG_HTTP_WRITE
+
+/* One verb of a tool and its tags (0: local). */
+struct verb {
+	const char *name;
+	unsigned tags;
+};
+
+/* The verb's entry in a NULL-terminated table, or NULL. */
+static const struct verb *verb_find(const struct verb *tab, const struct cls_word *w)
 {
-	(void)c;
-	(void)v;
-	(void)n;
-	(void)flags;
+	if (w->flags & CLS_W_EXP)
+		return NULL;
+	for (; tab->name != NULL; tab++)
+		if (strlen(tab->name) == w->len && memcmp(tab->name, w->s, w->len) == 0)
+			return tab;
+	return NULL;
+}
+
+/* A verb's tags: its entry's, or read and write for a verb the table does not know. */
+static unsigned verb_tags(const struct verb *tab, const struct cls_word *w)
+{
+	const struct verb *e = verb_find(tab, w);
+	return e != NULL ? e->tags : RW;
+}
+
+/* Script names that npm-style tools run from package.json when no verb has that name (`yarn
+ * build`): out of reach here, like `npm run build`, so local. */
+static const char *const script_names[] = {"build", "dev", "start", "test", "lint", "format",
+        "fmt", "typecheck", "type-check", "check", "serve", "watch", "preview", "clean",
+        "compile", "bundle", "generate", "e2e", "coverage", "storybook", "prettier", "eslint",
+        "tsc", "jest", "vitest", "prepare", NULL};
+
+/* Records the host of each URL in a registry value ("https://a.test/simple https://b.test"
+ * or GOPROXY's "https://p.test,direct").  Returns 1 when one names the default's stand-in
+ * `direct` (go: fetch from the module's own host). */
+static int value_hosts(struct cls_ctx *c, const char *s, size_t len, size_t off)
+{
+	int direct = 0;
+	size_t i = 0;
+	while (i < len) {
+		while (i < len && (s[i] == ' ' || s[i] == ',' || s[i] == '|'))
+			i++;
+		size_t j = i;
+		while (j < len && s[j] != ' ' && s[j] != ',' && s[j] != '|')
+			j++;
+		if (j - i == 6 && memcmp(s + i, "direct", 6) == 0)
+			direct = 1;
+		struct cls_word w = {cls_strdup(c, s + i, j - i, off), j - i, 0, off};
+		if (w.s != NULL && j > i)
+			cls_add_url_host(c, &w, 0);
+		i = j;
+	}
+	return direct;
+}
+
+/* The value of the last assignment on the line to one of names, or NULL (*w_out its word). */
+static const struct cls_word *env_value(
+        const struct cls_ctx *c, const char *const *names, const char **val, size_t *vlen)
+{
+	/* c->assigns is newest first */
+	for (const struct cls_assign *a = c->assigns; a != NULL; a = a->next) {
+		if (!cls_in_list(names, a->w->s, a->nlen))
+			continue;
+		const char *eq = memchr(a->w->s, '=', a->w->len);
+		*val = eq + 1;
+		*vlen = a->w->len - (size_t)(eq + 1 - a->w->s);
+		return a->w;
+	}
+	return NULL;
+}
+
+/* An environment override of a registry on the line: its hosts recorded.  Returns 1 when the
+ * line sets one of names (the default registry is then not reached), else 0. */
+static int env_registry(struct cls_ctx *c, const char *const *names)
+{
+	const char *val;
+	size_t vlen;
+	const struct cls_word *w = env_value(c, names, &val, &vlen);
+	if (w == NULL)
+		return 0;
+	if (memchr(val, CLS_EXP_MARK, vlen) == NULL)
+		value_hosts(c, val, vlen, w->off);
+	return 1;
+}
+
+/* Registry options of one tool, found anywhere on its command line. */
+struct regopts {
+	const char *const *replace; /* long options naming the registry instead of the default */
+	const char *sreplace;       /* short options doing the same ("i" for pip) */
+	const char *const *add;     /* long options naming another registry beside the default */
+	const char *const *none;    /* long flags that reach no registry (--no-index) */
+	const char *const *named;   /* long options naming a configured registry by name */
+};
+
+/* Looks through v[1..n) for registry options: records their hosts, and returns 1 when the
+ * default registry is replaced (by a URL, a name, or no index at all). */
+static int opt_registry(struct cls_ctx *c, const struct cls_word *v, size_t n,
+        const struct regopts *o, int *offline)
+{
+	int replaced = 0;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->len < 2 || w->s[0] != '-' || (w->flags & CLS_W_LEADEXP))
+			continue;
+		if (cls_word_is(w, "--"))
+			break;
+		const char *name = w->s + (w->s[1] == '-' ? 2 : 1);
+		size_t nl = w->len - (size_t)(name - w->s);
+		const char *eq = memchr(name, '=', nl);
+		const char *val = NULL;
+		size_t vlen = 0;
+		size_t voff = w->off;
+		if (eq != NULL) {
+			val = eq + 1;
+			vlen = nl - (size_t)(eq + 1 - name);
+			nl = (size_t)(eq - name);
+		}
+		int lng = w->s[1] == '-';
+		int rep = lng ? cls_in_list(o->replace, name, nl)
+		              : o->sreplace != NULL && nl >= 1 && strchr(o->sreplace, name[0]) != NULL;
+		int add = lng && cls_in_list(o->add, name, nl);
+		int named = lng && cls_in_list(o->named, name, nl);
+		if (lng && cls_in_list(o->none, name, nl)) {
+			replaced = 1;
+			if (offline != NULL && nl == 7 && memcmp(name, "offline", 7) == 0)
+				*offline = 1;
+			continue;
+		}
+		if (!rep && !add && !named)
+			continue;
+		if (!lng && nl > 1) {
+			/* -iURL */
+			val = name + 1;
+			vlen = nl - 1;
+		} else if (val == NULL && i + 1 < n) {
+			val = v[i + 1].s;
+			vlen = v[i + 1].len;
+			voff = v[i + 1].off;
+			i++;
+		}
+		if (rep || named)
+			replaced = 1;
+		if (val != NULL && !named && memchr(val, CLS_EXP_MARK, vlen) == NULL)
+			value_hosts(c, val, vlen, voff);
+	}
+	return replaced;
+}
+
+/* The index of the first operand (the verb) after v[0]'s own options, or n. */
+static size_t verb_at(const struct cls_word *v, size_t n, const char *sv, const char *const *lv)
+{
+	const struct cls_opts spec = {sv, NULL, lv, 0, 0};
+	return cls_opts_walk(v, n, 1, &spec, NULL, NULL, NULL);
+}
+
+/* Applies a verb's tags and, when it reaches a registry, the family's default unless
+ * replaced. */
+static void package_tags(struct cls_ctx *c, unsigned tags, unsigned family, int replaced)
+{
+	c->tags |= tags;
+	if (tags != 0 && !replaced)
+		c->registries |= family;
+}
+
+/* ---- npm, pnpm, yarn, bun ---- */
+
+static const char *const npm_env[] = {"npm_config_registry", "NPM_CONFIG_REGISTRY", NULL};
+static const char *const yarn_env[] = {"npm_config_registry", "NPM_CONFIG_REGISTRY",
+        "YARN_NPM_REGISTRY_SERVER", "YARN_REGISTRY", "yarn_registry", NULL};
+static const char *const bun_env[] = {
+        "npm_config_registry", "NPM_CONFIG_REGISTRY", "BUN_CONFIG_REGISTRY", NULL};
+static const char *const npm_lv[] = {"registry", "prefix", "userconfig", "globalconfig", "cache",
+        "loglevel", "workspace", "tag", "access", "otp", "scope", "dir", "filter", "cwd",
+        "auth-type", "node-options", "script-shell", "reporter", NULL};
+static const char *const npm_reg[] = {"registry", NULL};
+static const struct regopts npm_regopts = {npm_reg, NULL, NULL, NULL, NULL};
+
+/* npm verbs whose second word decides: a listing reads, anything else writes. */
+static unsigned npm_sub_listing(const struct cls_word *v, size_t n, size_t k)
+{
+	static const char *const lists[] = {"ls", "list", "get", "info", NULL};
+	size_t s = verb_at(v + k, n - k, "", npm_lv);
+	if (s >= n - k)
+		return R;
+	return word_in(&v[k + s], lists) ? R : W;
+}
+
+/* `npm exec`, `pnpm exec`, `yarn exec`, `npx`-like verbs: the rest (after `--`, or from the
+ * first operand) is a command; -c/--call is a shell string. */
+static int run_after(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t k,
+        unsigned flags, int package)
+{
+	for (size_t i = k; i < n; i++) {
+		if ((cls_word_is(&v[i], "-c") || cls_word_is(&v[i], "--call")) && i + 1 < n)
+			return run_script_word(c, &v[i + 1], "exec -c command");
+		if (starts_with(&v[i], "--call=")) {
+			struct cls_word w = v[i];
+			w.s += 7;
+			w.len -= 7;
+			return run_script_word(c, &w, "exec -c command");
+		}
+	}
+	size_t s = k;
+	for (size_t i = k; i < n; i++)
+		if (cls_word_is(&v[i], "--")) {
+			s = i + 1;
+			break;
+		}
+	if (s == k)
+		s = verb_at(v + k - 1, n - k + 1, "p", npm_lv) + k - 1;
+	if (s >= n)
+		return 0;
+	if (!package)
+		return run_nested(c, v + s, n - s, flags);
+	/* a package's program: "@scope/pkg@1.2" runs "pkg" */
+	const struct cls_word *w = &v[s];
+	if (w->flags & CLS_W_EXP)
+		return cls_refuse(c, w->off, "package to run is not static");
+	const char *b = w->s, *end = w->s + w->len;
+	const char *at = memchr(b[0] == '@' ? b + 1 : b, '@', w->len - (b[0] == '@'));
+	if (at != NULL)
+		end = at;
+	for (const char *p = w->s; p < end; p++)
+		if (*p == '/')
+			b = p + 1;
+	struct cls_word *nv = cls_alloc(c, (n - s) * sizeof *nv, w->off);
+	if (nv == NULL)
+		return -1;
+	memcpy(nv, v + s, (n - s) * sizeof *nv);
+	nv[0].s = cls_strdup(c, b, (size_t)(end - b), w->off);
+	if (nv[0].s == NULL)
+		return -1;
+	nv[0].len = (size_t)(end - b);
+	return run_nested(c, nv, n - s, flags);
+}
+
+static int t_npm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"in", R}, {"ins", R},
+	        {"inst", R}, {"insta", R}, {"instal", R}, {"isnt", R}, {"isnta", R}, {"isntal", R},
+	        {"isntall", R}, {"add", R}, {"ci", R}, {"clean-install", R}, {"ic", R},
+	        {"install-clean", R}, {"isntall-clean", R}, {"install-test", R}, {"it", R},
+	        {"install-ci-test", R}, {"cit", R}, {"update", R}, {"up", R}, {"upgrade", R},
+	        {"udpate", R}, {"view", R}, {"v", R}, {"info", R}, {"show", R}, {"outdated", R},
+	        {"search", R}, {"s", R}, {"se", R}, {"find", R}, {"ping", R}, {"doctor", R},
+	        {"whoami", R}, {"stars", R}, {"docs", R}, {"home", R}, {"bugs", R}, {"repo", R},
+	        {"diff", R}, {"dedupe", R}, {"ddp", R}, {"find-dupes", R}, {"publish", W},
+	        {"unpublish", W}, {"deprecate", W}, {"undeprecate", W}, {"login", W},
+	        {"adduser", W}, {"add-user", W}, {"logout", W}, {"star", W}, {"unstar", W},
+	        {"audit", RW}, {"test", 0}, {"t", 0}, {"tst", 0}, {"run", 0}, {"run-script", 0},
+	        {"rum", 0}, {"urn", 0}, {"start", 0}, {"stop", 0}, {"restart", 0}, {"ls", 0},
+	        {"list", 0}, {"la", 0}, {"ll", 0}, {"config", 0}, {"c", 0}, {"get", 0}, {"set", 0},
+	        {"prefix", 0}, {"root", 0}, {"bin", 0}, {"help", 0}, {"help-search", 0},
+	        {"link", 0}, {"ln", 0}, {"unlink", 0}, {"uninstall", 0}, {"remove", 0}, {"rm", 0},
+	        {"r", 0}, {"un", 0}, {"prune", 0}, {"rebuild", 0}, {"rb", 0}, {"version", 0},
+	        {"shrinkwrap", 0}, {"edit", 0}, {"explain", 0}, {"why", 0}, {"query", 0},
+	        {"pkg", 0}, {"completion", 0}, {"fund", 0}, {"sbom", 0}, {"set-script", 0},
+	        {"explore", 0}, {NULL, 0}};
+	/* the second word decides: ls/list/get reads, add/rm/set/... writes */
+	static const char *const listing[] = {"dist-tag", "dist-tags", "owner", "author", "access",
+	        "team", "org", "token", "hook", "profile", NULL};
+	int replaced = opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, npm_env);
+	for (size_t i = 1; i < n; i++) /* --@scope:registry=URL */
+		if (starts_with(&v[i], "--@") && strstr(v[i].s, ":registry=") != NULL) {
+			struct cls_word u = v[i];
+			const char *eq = strchr(u.s, '=');
+			value_hosts(c, eq + 1, u.len - (size_t)(eq + 1 - u.s), u.off);
+		}
+	size_t k = verb_at(v, n, "Cw", npm_lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			package_tags(c, RW, ALLOW_REG_NPM, replaced);
+		return 0;
+	}
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "npm verb is not static");
+	unsigned tags;
+	if (cls_word_is(verb, "exec") || cls_word_is(verb, "x")) {
+		package_tags(c, R, ALLOW_REG_NPM, replaced);
+		return run_after(c, v, n, k + 1, flags, 1);
+	}
+	if (word_in(verb, listing)) {
+		tags = npm_sub_listing(v, n, k);
+	} else if (cls_word_is(verb, "cache")) {
+		tags = k + 1 < n && cls_word_is(&v[k + 1], "add") ? R : 0;
+	} else if (cls_word_is(verb, "init") || cls_word_is(verb, "create") ||
+	           cls_word_is(verb, "innit") || cls_word_is(verb, "pack")) {
+		/* npm init NAME runs create-NAME from the registry; pack SPEC fetches it */
+		size_t s = verb_at(v + k, n - k, "w", npm_lv);
+		tags = s < n - k ? R : 0;
+	} else {
+		tags = verb_tags(verbs, verb);
+	}
+	package_tags(c, tags, ALLOW_REG_NPM, replaced);
 	return 0;
 }
 
+/* The shared part of pnpm, yarn and bun: a verb table, then scripts for unknown words. */
+static int npm_like(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+        const struct verb *verbs, const char *const *env, size_t k, int bare_reads)
+{
+	int replaced = opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, env);
+	if (k >= n) {
+		/* `yarn` alone installs */
+		package_tags(c, bare_reads ? R : (flags & CLS_C_XARGS) ? RW : 0, ALLOW_REG_NPM,
+		        replaced);
+		return 0;
+	}
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "%s verb is not static", v[0].s);
+	const struct verb *e = verb_find(verbs, verb);
+	unsigned tags;
+	if (e != NULL)
+		tags = e->tags;
+	else if (word_in(verb, script_names) || memchr(verb->s, ':', verb->len) != NULL ||
+	         memchr(verb->s, '.', verb->len) != NULL)
+		tags = 0; /* a package.json script (`build`, `test:unit`) or a file (`bun x.ts`) */
+	else
+		tags = RW;
+	package_tags(c, tags, ALLOW_REG_NPM, replaced);
+	return 0;
+}
+
+static int t_pnpm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"add", R}, {"update", R},
+	        {"up", R}, {"upgrade", R}, {"fetch", R}, {"outdated", R}, {"view", R}, {"info", R},
+	        {"show", R}, {"v", R}, {"create", R}, {"install-test", R}, {"it", R},
+	        {"self-update", R}, {"deploy", R}, {"patch", R}, {"dedupe", R}, {"publish", W},
+	        {"login", W}, {"logout", W}, {"adduser", W}, {"deprecate", W}, {"audit", RW},
+	        {"run", 0}, {"test", 0}, {"t", 0}, {"start", 0}, {"remove", 0}, {"rm", 0},
+	        {"uninstall", 0}, {"un", 0}, {"link", 0}, {"ln", 0}, {"unlink", 0}, {"list", 0},
+	        {"ls", 0}, {"ll", 0}, {"la", 0}, {"why", 0}, {"root", 0}, {"bin", 0}, {"config", 0},
+	        {"c", 0}, {"rebuild", 0}, {"rb", 0}, {"prune", 0}, {"licenses", 0}, {"pack", 0},
+	        {"init", 0}, {"setup", 0}, {"import", 0}, {"server", 0}, {"help", 0},
+	        {"patch-commit", 0}, {"recursive", 0}, {"m", 0}, {"multi", 0}, {"r", 0},
+	        {NULL, 0}};
+	size_t k = verb_at(v, n, "Cw", npm_lv);
+	if (k < n && (cls_word_is(&v[k], "exec") || cls_word_is(&v[k], "dlx"))) {
+		int dlx = cls_word_is(&v[k], "dlx");
+		int replaced = opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, npm_env);
+		if (dlx)
+			package_tags(c, R, ALLOW_REG_NPM, replaced);
+		return run_after(c, v, n, k + 1, flags, dlx);
+	}
+	if (k < n && (cls_word_is(&v[k], "store") || cls_word_is(&v[k], "env"))) {
+		/* store add, env use: fetch */
+		int fetch = k + 1 < n && (cls_word_is(&v[k + 1], "add") || cls_word_is(&v[k + 1], "use"));
+		package_tags(c, fetch ? R : 0, ALLOW_REG_NPM,
+		        opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, npm_env));
+		return 0;
+	}
+	return npm_like(c, v, n, flags, verbs, npm_env, k, 0);
+}
+
+static int t_yarn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"add", R}, {"upgrade", R}, {"up", R},
+	        {"upgrade-interactive", R}, {"info", R}, {"outdated", R}, {"create", R},
+	        {"import", R}, {"dedupe", R}, {"unplug", R}, {"fetch", R}, {"publish", W},
+	        {"login", W}, {"logout", W}, {"audit", RW}, {"run", 0}, {"test", 0}, {"start", 0},
+	        {"bin", 0}, {"cache", 0}, {"config", 0}, {"init", 0}, {"link", 0}, {"unlink", 0},
+	        {"remove", 0}, {"list", 0}, {"pack", 0}, {"version", 0}, {"constraints", 0},
+	        {"explain", 0}, {"why", 0}, {"patch", 0}, {"patch-commit", 0}, {"rebuild", 0},
+	        {"licenses", 0}, {"help", 0}, {"workspaces", 0}, {"check", 0}, {"autoclean", 0},
+	        {"generate-lock-entry", 0}, {"versions", 0}, {"node", 0}, {"sdks", 0},
+	        {"stage", 0}, {"search", 0}, {NULL, 0}};
+	static const char *const lv[] = {"cwd", "registry", "cache-folder", "modules-folder",
+	        "mutex", "network-concurrency", "network-timeout", "global-folder", NULL};
+	size_t k = verb_at(v, n, "", lv);
+	int replaced = opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, yarn_env);
+	if (k < n && cls_word_is(&v[k], "workspace") && k + 2 < n)
+		return t_yarn(c, v + k + 1, n - k - 1, flags); /* yarn workspace NAME CMD... */
+	if (k < n && (cls_word_is(&v[k], "exec") || cls_word_is(&v[k], "dlx"))) {
+		int dlx = cls_word_is(&v[k], "dlx");
+		if (dlx)
+			package_tags(c, R, ALLOW_REG_NPM, replaced);
+		return run_after(c, v, n, k + 1, flags, dlx);
+	}
+	if (k < n && (cls_word_is(&v[k], "npm") || cls_word_is(&v[k], "owner") ||
+	                     cls_word_is(&v[k], "tag") || cls_word_is(&v[k], "team") ||
+	                     cls_word_is(&v[k], "global") || cls_word_is(&v[k], "set") ||
+	                     cls_word_is(&v[k], "policies") || cls_word_is(&v[k], "plugin"))) {
+		/* two-word verbs: npm publish/login/logout/tag/info/audit/whoami, owner add,
+		 * global add, set version, plugin import */
+		static const struct verb second[] = {{"publish", W}, {"login", W}, {"logout", W},
+		        {"add", W}, {"remove", W}, {"rm", W}, {"info", R}, {"view", R}, {"list", R},
+		        {"ls", R}, {"whoami", R}, {"audit", RW}, {"version", R}, {"set-version", R},
+		        {"import", R}, {"upgrade", R}, {"runtime", 0}, {"check", 0}, {NULL, 0}};
+		unsigned tags = k + 1 < n ? verb_tags(second, &v[k + 1]) : RW;
+		if (cls_word_is(&v[k], "global") && k + 1 < n && cls_word_is(&v[k + 1], "add"))
+			tags = R;
+		if ((cls_word_is(&v[k], "npm") || cls_word_is(&v[k], "owner") ||
+		            cls_word_is(&v[k], "tag")) &&
+		        k + 2 < n && cls_word_is(&v[k + 1], "tag") &&
+		        (cls_word_is(&v[k + 2], "list") || cls_word_is(&v[k + 2], "ls")))
+			tags = R;
+		package_tags(c, tags, ALLOW_REG_NPM, replaced);
+		return 0;
+	}
+	return npm_like(c, v, n, flags, verbs, yarn_env, k, 1);
+}
+
+static int t_bun(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"add", R}, {"a", R},
+	        {"update", R}, {"outdated", R}, {"create", R}, {"c", R}, {"upgrade", R},
+	        {"info", R}, {"publish", W}, {"audit", RW}, {"run", 0}, {"test", 0}, {"build", 0},
+	        {"init", 0}, {"link", 0}, {"unlink", 0}, {"remove", 0}, {"rm", 0}, {"repl", 0},
+	        {"completions", 0}, {"patch", 0}, {"patch-commit", 0}, {"pm", 0}, {"help", 0},
+	        {NULL, 0}};
+	static const char *const lv[] = {"cwd", "registry", "config", "env-file", NULL};
+	size_t k = verb_at(v, n, "c", lv);
+	if (k < n && cls_word_is(&v[k], "x")) {
+		package_tags(c, R, ALLOW_REG_NPM,
+		        opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, bun_env));
+		return run_after(c, v, n, k + 1, flags, 1);
+	}
+	if (k < n && cls_word_is(&v[k], "exec") && k + 1 < n)
+		return run_script_word(c, &v[k + 1], "bun exec script");
+	return npm_like(c, v, n, flags, verbs, bun_env, k, 0);
+}
+
+static int t_bunx(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	package_tags(c, R, ALLOW_REG_NPM,
+	        opt_registry(c, v, n, &npm_regopts, NULL) | env_registry(c, bun_env));
+	return run_after(c, v, n, 1, flags, 1);
+}
+
+/* ---- pip, pipx, uv, poetry, twine, hatch, flit ---- */
+
+static const char *const pip_env_replace[] = {"PIP_INDEX_URL", "PIP_NO_INDEX", NULL};
+static const char *const pip_env_add[] = {"PIP_EXTRA_INDEX_URL", NULL};
+
+static int pypi_env(struct cls_ctx *c, const char *const *replace, const char *const *add)
+{
+	env_registry(c, add); /* another index beside the default: its host only */
+	return env_registry(c, replace);
+}
+
+static int t_pip(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"download", R}, {"wheel", R},
+	        {"index", R}, {"search", R}, {"lock", R}, {"list", 0}, {"show", 0}, {"freeze", 0},
+	        {"check", 0}, {"uninstall", 0}, {"config", 0}, {"cache", 0}, {"help", 0},
+	        {"debug", 0}, {"hash", 0}, {"inspect", 0}, {"completion", 0}, {NULL, 0}};
+	static const char *const lv[] = {"proxy", "cert", "client-cert", "cache-dir", "log",
+	        "timeout", "retries", "exists-action", "trusted-host", "python", "root-user-action",
+	        "keyring-provider", "use-feature", "use-deprecated", "resume-retries", NULL};
+	static const char *const replace[] = {"index-url", NULL};
+	static const char *const add[] = {"extra-index-url", "find-links", "proxy", NULL};
+	static const char *const none[] = {"no-index", NULL};
+	static const struct regopts ro = {replace, "i", add, none, NULL};
+	int replaced = opt_registry(c, v, n, &ro, NULL) |
+	               pypi_env(c, pip_env_replace, pip_env_add);
+	size_t k = verb_at(v, n, "", lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			package_tags(c, RW, ALLOW_REG_PYPI, replaced);
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "pip verb is not static");
+	unsigned tags = verb_tags(verbs, &v[k]);
+	/* pip install https://h.test/x.whl or git+https://...: that host too */
+	if (tags != 0)
+		for (size_t i = k + 1; i < n; i++)
+			if (!(v[i].flags & CLS_W_EXP) && v[i].s[0] != '-' &&
+			        strstr(v[i].s, "://") != NULL) {
+				struct cls_word u = v[i];
+				const char *plus = memchr(u.s, '+', u.len);
+				if (plus != NULL && plus < strstr(u.s, "://")) {
+					u.len -= (size_t)(plus + 1 - u.s);
+					u.s = plus + 1;
+				}
+				cls_add_url_host(c, &u, 0);
+			}
+	package_tags(c, tags, ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+static int t_pipx(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"upgrade", R}, {"upgrade-all", R},
+	        {"reinstall", R}, {"reinstall-all", R}, {"inject", R}, {"install-all", R},
+	        {"upgrade-shared", R}, {"list", 0}, {"uninstall", 0}, {"uninstall-all", 0},
+	        {"ensurepath", 0}, {"environment", 0}, {"completions", 0}, {"interpreter", 0},
+	        {"pin", 0}, {"unpin", 0}, {"uninject", 0}, {NULL, 0}};
+	static const char *const replace[] = {"index-url", NULL};
+	static const char *const lv[] = {"spec", "python", "pip-args", "suffix", "index-url",
+	        "editable", "fetch-missing-python", NULL};
+	static const struct regopts ro = {replace, "i", NULL, NULL, NULL};
+	int replaced = opt_registry(c, v, n, &ro, NULL) |
+	               pypi_env(c, pip_env_replace, pip_env_add);
+	for (size_t i = 1; i + 1 < n; i++) /* --pip-args '--index-url URL' */
+		if (cls_word_is(&v[i], "--pip-args") && strstr(v[i + 1].s, "index-url") != NULL) {
+			replaced = 1;
+			value_hosts(c, v[i + 1].s, v[i + 1].len, v[i + 1].off);
+		}
+	size_t k = verb_at(v, n, "", lv);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "pipx verb is not static");
+	if (cls_word_is(&v[k], "run")) {
+		package_tags(c, R, ALLOW_REG_PYPI, replaced);
+		size_t s = verb_at(v + k, n - k, "", lv) + k;
+		if (s >= n)
+			return 0;
+		/* pipx run PKG ARGS: PKG's program, version pins dropped */
+		const struct cls_word *w = &v[s];
+		if (w->flags & CLS_W_EXP)
+			return cls_refuse(c, w->off, "package to run is not static");
+		size_t l = strcspn(w->s, "=<>[@!~");
+		struct cls_word *nv = cls_alloc(c, (n - s) * sizeof *nv, w->off);
+		if (nv == NULL)
+			return -1;
+		memcpy(nv, v + s, (n - s) * sizeof *nv);
+		nv[0].s = cls_strdup(c, w->s, l, w->off);
+		if (nv[0].s == NULL)
+			return -1;
+		nv[0].len = l;
+		return run_nested(c, nv, n - s, flags);
+	}
+	if (cls_word_is(&v[k], "runpip") && k + 1 < n)
+		return t_pip(c, v + k + 1, n - k - 1, flags); /* runpip VENV PIPARGS */
+	package_tags(c, verb_tags(verbs, &v[k]), ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+int cls_rule_uv(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"add", R}, {"sync", R}, {"lock", R}, {"remove", R},
+	        {"tree", R}, {"export", R}, {"venv", R}, {"build", R}, {"format", R},
+	        {"publish", W}, {"init", 0}, {"cache", 0}, {"version", 0}, {"help", 0},
+	        {"generate-shell-completion", 0}, {NULL, 0}};
+	static const struct verb pip_verbs[] = {{"install", R}, {"sync", R}, {"compile", R},
+	        {"download", R}, {"list", 0}, {"show", 0}, {"freeze", 0}, {"check", 0},
+	        {"uninstall", 0}, {"tree", 0}, {NULL, 0}};
+	static const struct verb tool_verbs[] = {{"install", R}, {"upgrade", R}, {"list", 0},
+	        {"dir", 0}, {"uninstall", 0}, {"update-shell", 0}, {NULL, 0}};
+	static const struct verb python_verbs[] = {{"install", R}, {"upgrade", R}, {"list", R},
+	        {"find", 0}, {"pin", 0}, {"dir", 0}, {"uninstall", 0}, {NULL, 0}};
+	static const struct verb self_verbs[] = {{"update", R}, {"version", 0}, {NULL, 0}};
+	static const char *const env_replace[] = {"UV_INDEX_URL", "UV_DEFAULT_INDEX",
+	        "UV_OFFLINE", "UV_PUBLISH_URL", "PIP_INDEX_URL", NULL};
+	static const char *const env_add[] = {"UV_INDEX", "UV_EXTRA_INDEX_URL", NULL};
+	static const char *const replace[] = {"index-url", "default-index", "publish-url", NULL};
+	static const char *const add[] = {"index", "extra-index-url", "find-links", NULL};
+	static const char *const none[] = {"no-index", "offline", NULL};
+	static const struct regopts ro = {replace, "i", add, none, NULL};
+	int offline = 0;
+	int replaced = opt_registry(c, v, n, &ro, &offline) | pypi_env(c, env_replace, env_add);
+	const char *val;
+	size_t vlen;
+	static const char *const off_env[] = {"UV_OFFLINE", NULL};
+	if (env_value(c, off_env, &val, &vlen) != NULL && vlen > 0 && val[0] != '0' &&
+	        val[0] != 'f' && val[0] != CLS_EXP_MARK)
+		offline = 1;
+	size_t k = verb_at(v, n, "pfwc", cls_uv_lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			package_tags(c, RW, ALLOW_REG_PYPI, replaced);
+		return 0;
+	}
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "uv verb is not static");
+	const struct verb *tab = NULL;
+	if (cls_word_is(verb, "pip"))
+		tab = pip_verbs;
+	else if (cls_word_is(verb, "tool"))
+		tab = tool_verbs;
+	else if (cls_word_is(verb, "python"))
+		tab = python_verbs;
+	else if (cls_word_is(verb, "self"))
+		tab = self_verbs;
+	unsigned tags;
+	if (tab != NULL) {
+		size_t s = verb_at(v + k, n - k, "pfwc", cls_uv_lv) + k;
+		tags = s < n ? verb_tags(tab, &v[s]) : 0;
+	} else {
+		tags = verb_tags(verbs, verb);
+	}
+	if (offline && !(tags & W))
+		tags = 0; /* --offline: nothing is fetched */
+	package_tags(c, tags, ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+static int t_poetry(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"add", R}, {"update", R}, {"lock", R},
+	        {"remove", R}, {"search", R}, {"sync", R}, {"publish", W}, {"check", 0},
+	        {"build", 0}, {"export", 0}, {"new", 0}, {"init", 0}, {"shell", 0}, {"env", 0},
+	        {"config", 0}, {"version", 0}, {"debug", 0}, {"cache", 0}, {"about", 0},
+	        {"help", 0}, {"list", 0}, {"source", 0}, {NULL, 0}};
+	static const char *const lv[] = {"directory", "project", "repository", "username",
+	        "password", "cert", "client-cert", "dist-dir", NULL};
+	static const char *const named[] = {"repository", NULL};
+	static const struct regopts ro = {NULL, NULL, NULL, NULL, named};
+	int replaced = opt_registry(c, v, n, &ro, NULL);
+	for (size_t i = 1; i < n; i++)
+		if (cls_word_is(&v[i], "-r") || starts_with(&v[i], "-r"))
+			replaced = 1; /* publish -r NAME: a repository from the config */
+	size_t k = verb_at(v, n, "CP", lv);
+	if (k >= n)
+		return 0;
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "poetry verb is not static");
+	if (cls_word_is(verb, "run"))
+		return run_nested(c, v + k + 1, n - k - 1, flags);
+	unsigned tags;
+	if (cls_word_is(verb, "show")) {
+		tags = 0;
+		for (size_t i = k + 1; i < n; i++)
+			if (cls_word_is(&v[i], "--outdated") || cls_word_is(&v[i], "-o") ||
+			        cls_word_is(&v[i], "--latest") || cls_word_is(&v[i], "-l"))
+				tags = R;
+	} else if (cls_word_is(verb, "self")) {
+		tags = k + 1 < n && (cls_word_is(&v[k + 1], "update") ||
+		                            cls_word_is(&v[k + 1], "install") ||
+		                            cls_word_is(&v[k + 1], "add"))
+		               ? R
+		               : 0;
+	} else {
+		tags = verb_tags(verbs, verb);
+	}
+	package_tags(c, tags, ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+static int t_twine(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"upload", W}, {"register", W}, {"check", 0}, {NULL, 0}};
+	static const char *const replace[] = {"repository-url", NULL};
+	static const char *const named[] = {"repository", NULL};
+	static const struct regopts ro = {replace, NULL, NULL, NULL, named};
+	static const char *const env[] = {"TWINE_REPOSITORY_URL", "TWINE_REPOSITORY", NULL};
+	int replaced = opt_registry(c, v, n, &ro, NULL) | env_registry(c, env);
+	for (size_t i = 1; i < n; i++)
+		if (starts_with(&v[i], "-r"))
+			replaced = 1;
+	size_t k = verb_at(v, n, "", NULL);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "twine verb is not static");
+	package_tags(c, verb_tags(verbs, &v[k]), ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+static int t_hatch(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"publish", W}, {"build", R}, {"env", R}, {"shell", R},
+	        {"test", R}, {"fmt", R}, {"python", R}, {"version", 0}, {"new", 0}, {"clean", 0},
+	        {"config", 0}, {"status", 0}, {"project", 0}, {"dep", 0}, {"help", 0}, {NULL, 0}};
+	static const char *const lv[] = {"env", "data-dir", "cache-dir", "config", "repo", "user",
+	        "auth", "ca-cert", "client-cert", "client-key", NULL};
+	static const char *const replace[] = {"repo", NULL};
+	static const struct regopts ro = {replace, "r", NULL, NULL, NULL};
+	int replaced = opt_registry(c, v, n, &ro, NULL);
+	size_t k = verb_at(v, n, "epruaC", lv);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "hatch verb is not static");
+	if (cls_word_is(&v[k], "run")) {
+		/* installs the environment's dependencies, then a script or a command */
+		package_tags(c, R, ALLOW_REG_PYPI, replaced);
+		return run_nested(c, v + k + 1, n - k - 1, flags);
+	}
+	package_tags(c, verb_tags(verbs, &v[k]), ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+static int t_flit(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {
+	        {"publish", W}, {"register", W}, {"install", R}, {"build", 0}, {"init", 0}, {NULL, 0}};
+	static const char *const lv[] = {"repository", "ini-file", NULL};
+	size_t k = verb_at(v, n, "", lv);
+	int replaced = 0;
+	for (size_t i = 1; i < k && i < n; i++)
+		if (starts_with(&v[i], "--repository"))
+			replaced = 1;
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "flit verb is not static");
+	package_tags(c, verb_tags(verbs, &v[k]), ALLOW_REG_PYPI, replaced);
+	return 0;
+}
+
+/* python -m MODULE ARGS: the package tools run as modules. */
 static int python_module(struct cls_ctx *c, const struct cls_word *mod, const struct cls_word *v,
         size_t n, unsigned flags)
 {
-	(void)c;
-	(void)mod;
-	(void)v;
-	(void)n;
-	(void)flags;
+	if (mod->flags & CLS_W_EXP)
+		return cls_refuse(c, mod->off, "python -m module is not static");
+	/* v[0] is the word before the arguments (the module or -mMODULE): rules skip it */
+	if (cls_word_is(mod, "pip"))
+		return t_pip(c, v, n, flags);
+	if (cls_word_is(mod, "pipx"))
+		return t_pipx(c, v, n, flags);
+	if (cls_word_is(mod, "twine"))
+		return t_twine(c, v, n, flags);
+	if (cls_word_is(mod, "poetry"))
+		return t_poetry(c, v, n, flags);
+	if (cls_word_is(mod, "uv"))
+		return cls_rule_uv(c, v, n, flags);
+	if (cls_word_is(mod, "hatch"))
+		return t_hatch(c, v, n, flags);
+	if (cls_word_is(mod, "flit"))
+		return t_flit(c, v, n, flags);
+	if (cls_word_is(mod, "build")) {
+		/* builds in an isolated environment whose build dependencies it installs */
+		int isolated = 1;
+		for (size_t i = 1; i < n; i++)
+			if (cls_word_is(&v[i], "--no-isolation") || cls_word_is(&v[i], "-n"))
+				isolated = 0;
+		package_tags(c, isolated ? R : 0, ALLOW_REG_PYPI,
+		        pypi_env(c, pip_env_replace, pip_env_add));
+	}
 	return 0;
 }
 
+void cls_package_fetch(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned family)
+{
+	static const char *const replace[] = {"registry", "index-url", "default-index", NULL};
+	static const char *const add[] = {"index", "extra-index-url", "find-links", NULL};
+	static const char *const none[] = {"offline", "no-index", NULL};
+	static const struct regopts ro = {replace, NULL, add, none, NULL};
+	int offline = 0;
+	int replaced = opt_registry(c, v, n, &ro, &offline) |
+	               (family == ALLOW_REG_NPM ? env_registry(c, npm_env)
+	                                        : pypi_env(c, pip_env_replace, pip_env_add));
+	if (!offline)
+		package_tags(c, R, family, replaced);
+}
+
+/* ---- cargo, go, gem, bundle, composer ---- */
+
+static int t_cargo(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"fetch", R}, {"add", R},
+	        {"update", R}, {"generate-lockfile", R}, {"search", R}, {"info", R}, {"vendor", R},
+	        {"publish", W}, {"yank", W}, {"owner", W}, {"build", 0}, {"b", 0}, {"check", 0},
+	        {"c", 0}, {"test", 0}, {"t", 0}, {"run", 0}, {"r", 0}, {"bench", 0}, {"doc", 0},
+	        {"d", 0}, {"clippy", 0}, {"fmt", 0}, {"tree", 0}, {"metadata", 0}, {"new", 0},
+	        {"init", 0}, {"clean", 0}, {"package", 0}, {"locate-project", 0}, {"pkgid", 0},
+	        {"verify-project", 0}, {"version", 0}, {"help", 0}, {"rustc", 0}, {"rustdoc", 0},
+	        {"fix", 0}, {"report", 0}, {"remove", 0}, {"rm", 0}, {"login", 0}, {"logout", 0},
+	        {"config", 0}, {"miri", 0}, {"expand", 0}, {"nextest", 0}, {NULL, 0}};
+	static const char *const lv[] = {"color", "config", "explain", NULL};
+	static const char *const replace[] = {"index", NULL};
+	static const char *const add[] = {"git", NULL};
+	static const char *const none[] = {"offline", NULL};
+	static const char *const named[] = {"registry", NULL};
+	static const struct regopts ro = {replace, NULL, add, none, named};
+	int offline = 0;
+	int replaced = opt_registry(c, v, n, &ro, &offline);
+	size_t k = 1;
+	while (k < n && v[k].len > 0 && v[k].s[0] == '+')
+		k++; /* cargo +nightly ... */
+	k = verb_at(v + k - 1, n - k + 1, "ZC", lv) + k - 1;
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			package_tags(c, RW, ALLOW_REG_CRATES, replaced);
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "cargo verb is not static");
+	unsigned tags = verb_tags(verbs, &v[k]);
+	if (offline && !(tags & W))
+		tags = 0;
+	package_tags(c, tags, ALLOW_REG_CRATES, replaced);
+	return 0;
+}
+
+/* A module path's host ("github.com/o/r@v1" -> github.com), when its first element has a dot. */
+static void module_host(struct cls_ctx *c, const struct cls_word *w)
+{
+	if ((w->flags & CLS_W_EXP) || w->len == 0 || w->s[0] == '-' || w->s[0] == '.')
+		return;
+	size_t l = strcspn(w->s, "/@");
+	if (memchr(w->s, '.', l) != NULL)
+		cls_add_host(c, w->s, l);
+}
+
+static int t_go(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"get", R}, {"install", R}, {"build", 0}, {"test", 0},
+	        {"vet", 0}, {"fmt", 0}, {"env", 0}, {"version", 0}, {"list", 0}, {"generate", 0},
+	        {"doc", 0}, {"tool", 0}, {"clean", 0}, {"help", 0}, {"bug", 0}, {"fix", 0},
+	        {"telemetry", 0}, {NULL, 0}};
+	static const struct verb mod_verbs[] = {{"download", R}, {"tidy", R}, {"vendor", R},
+	        {"init", 0}, {"edit", 0}, {"graph", 0}, {"verify", 0}, {"why", 0}, {NULL, 0}};
+	static const struct verb work_verbs[] = {{"sync", R}, {"vendor", R}, {"init", 0},
+	        {"use", 0}, {"edit", 0}, {NULL, 0}};
+	static const char *const goproxy[] = {"GOPROXY", NULL};
+	if (n < 2)
+		return 0;
+	const struct cls_word *verb = &v[1];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "go verb is not static");
+	unsigned tags;
+	size_t args = 2;
+	if (cls_word_is(verb, "mod") || cls_word_is(verb, "work")) {
+		tags = n > 2 ? verb_tags(cls_word_is(verb, "mod") ? mod_verbs : work_verbs, &v[2])
+		             : 0;
+		args = 3;
+	} else if (cls_word_is(verb, "run")) {
+		/* go run PKG@VERSION fetches the module */
+		tags = 0;
+		for (size_t i = 2; i < n; i++)
+			if (v[i].s[0] != '-' && memchr(v[i].s, '@', v[i].len) != NULL)
+				tags = R;
+	} else {
+		tags = verb_tags(verbs, verb);
+	}
+	if (tags == 0)
+		return 0;
+	c->tags |= tags;
+	const char *val;
+	size_t vlen;
+	const struct cls_word *pw = env_value(c, goproxy, &val, &vlen);
+	if (pw == NULL) {
+		c->registries |= ALLOW_REG_GO;
+		return 0;
+	}
+	if (memchr(val, CLS_EXP_MARK, vlen) != NULL)
+		return 0;
+	if (vlen == 3 && memcmp(val, "off", 3) == 0) {
+		c->tags &= ~tags | (c->tags & ~(R | W)); /* nothing may be fetched */
+		return 0;
+	}
+	if (value_hosts(c, val, vlen, pw->off))
+		for (size_t i = args; i < n; i++)
+			module_host(c, &v[i]); /* GOPROXY=direct: from each module's own host */
+	return 0;
+}
+
+static const char *const gem_env[] = {"RUBYGEMS_HOST", NULL};
+
+static int t_gem(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"update", R}, {"fetch", R},
+	        {"search", R}, {"outdated", R}, {"sources", R}, {"unpack", R}, {"push", W},
+	        {"yank", W}, {"owner", W}, {"signin", W}, {"signout", 0}, {"list", 0},
+	        {"uninstall", 0}, {"build", 0}, {"cleanup", 0}, {"contents", 0}, {"env", 0},
+	        {"environment", 0}, {"help", 0}, {"which", 0}, {"open", 0}, {"lock", 0},
+	        {"pristine", 0}, {"rdoc", 0}, {"server", 0}, {"setup", 0}, {"specification", 0},
+	        {"check", 0}, {"dependency", 0}, {"query", 0}, {"stale", 0}, {"info", 0},
+	        {"exec", R}, {NULL, 0}};
+	static const char *const replace[] = {"source", "host", "clear-sources", NULL};
+	static const struct regopts ro = {replace, "s", NULL, NULL, NULL};
+	int replaced = opt_registry(c, v, n, &ro, NULL) | env_registry(c, gem_env);
+	size_t k = verb_at(v, n, "", NULL);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "gem verb is not static");
+	unsigned tags = verb_tags(verbs, &v[k]);
+	/* list --remote, specification -r ...: ask the registry */
+	if (tags == 0)
+		for (size_t i = k + 1; i < n; i++)
+			if (cls_word_is(&v[i], "--remote") || cls_word_is(&v[i], "-r") ||
+			        cls_word_is(&v[i], "-b") || cls_word_is(&v[i], "--both"))
+				tags = R;
+	package_tags(c, tags, ALLOW_REG_RUBYGEMS, replaced);
+	return 0;
+}
+
+static int t_bundle(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"update", R}, {"add", R}, {"lock", R},
+	        {"outdated", R}, {"cache", R}, {"package", R}, {"pack", R}, {"check", 0},
+	        {"config", 0}, {"list", 0}, {"show", 0}, {"init", 0}, {"gem", 0}, {"console", 0},
+	        {"open", 0}, {"platform", 0}, {"doctor", 0}, {"clean", 0}, {"remove", 0},
+	        {"viz", 0}, {"pristine", 0}, {"version", 0}, {"help", 0}, {"licenses", 0},
+	        {"env", 0}, {"binstubs", 0}, {"info", 0}, {"fund", 0}, {NULL, 0}};
+	static const char *const env[] = {"BUNDLE_MIRROR__ALL", NULL};
+	int replaced = env_registry(c, env);
+	size_t k = verb_at(v, n, "", NULL);
+	if (k >= n) {
+		package_tags(c, R, ALLOW_REG_RUBYGEMS, replaced); /* `bundle` alone installs */
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "bundle verb is not static");
+	if (cls_word_is(&v[k], "exec") || cls_word_is(&v[k], "e")) {
+		size_t s = verb_at(v + k, n - k, "", NULL) + k;
+		return run_nested(c, v + s, n - s, flags);
+	}
+	package_tags(c, verb_tags(verbs, &v[k]), ALLOW_REG_RUBYGEMS, replaced);
+	return 0;
+}
+
+static int t_composer(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"update", R}, {"u", R},
+	        {"upgrade", R}, {"require", R}, {"r", R}, {"create-project", R}, {"outdated", R},
+	        {"search", R}, {"self-update", R}, {"selfupdate", R}, {"diagnose", R},
+	        {"reinstall", R}, {"audit", R}, {"remove", 0}, {"rm", 0}, {"dump-autoload", 0},
+	        {"dumpautoload", 0}, {"validate", 0}, {"config", 0}, {"licenses", 0},
+	        {"status", 0}, {"archive", 0}, {"init", 0}, {"check-platform-reqs", 0}, {"fund", 0},
+	        {"help", 0}, {"list", 0}, {"depends", 0}, {"why", 0}, {"prohibits", 0},
+	        {"why-not", 0}, {"run-script", 0}, {"run", 0}, {"show", 0}, {"info", 0},
+	        {"bump", 0}, {"clear-cache", 0}, {"clearcache", 0}, {NULL, 0}};
+	static const char *const lv[] = {"working-dir", NULL};
+	size_t k = verb_at(v, n, "d", lv);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "composer verb is not static");
+	if (cls_word_is(&v[k], "global") && k + 1 < n)
+		return t_composer(c, v + k, n - k, flags);
+	if (cls_word_is(&v[k], "exec")) {
+		size_t s = verb_at(v + k, n - k, "", NULL) + k;
+		return run_nested(c, v + s, n - s, flags);
+	}
+	unsigned tags = verb_tags(verbs, &v[k]);
+	if (cls_word_is(&v[k], "show") || cls_word_is(&v[k], "info"))
+		for (size_t i = k + 1; i < n; i++)
+			if (cls_word_is(&v[i], "--all") || cls_word_is(&v[i], "-a") ||
+			        cls_word_is(&v[i], "--available") || cls_word_is(&v[i], "--latest"))
+				tags = R;
+	package_tags(c, tags, ALLOW_REG_PACKAGIST, 0);
+	return 0;
+}
+
+/* ---- system package managers ---- */
+
+static int simulated(const struct cls_word *v, size_t n)
+{
+	static const char *const sim[] = {"-s", "--simulate", "--dry-run", "--just-print",
+	        "--no-act", "--recon", "--print-uris", "-C", "--cacheonly", "--no-network", NULL};
+	for (size_t i = 1; i < n; i++)
+		if (word_in(&v[i], sim))
+			return 1;
+	return 0;
+}
+
+static int system_pm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+        const struct verb *verbs, const char *sv, const char *const *lv)
+{
+	size_t k = verb_at(v, n, sv, lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= RW;
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "%s verb is not static", v[0].s);
+	unsigned tags = verb_tags(verbs, &v[k]);
+	if (simulated(v, n) && !(tags & W))
+		tags = 0;
+	c->tags |= tags; /* the sources are in the system's files: no host to report */
+	return 0;
+}
+
+static int t_apt(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"update", R}, {"upgrade", R},
+	        {"dist-upgrade", R}, {"full-upgrade", R}, {"download", R}, {"source", R},
+	        {"build-dep", R}, {"reinstall", R}, {"satisfy", R}, {"changelog", R},
+	        {"safe-upgrade", R}, {"remove", 0}, {"purge", 0}, {"autoremove", 0},
+	        {"autopurge", 0}, {"clean", 0}, {"autoclean", 0}, {"list", 0}, {"search", 0},
+	        {"show", 0}, {"showsrc", 0}, {"policy", 0}, {"depends", 0}, {"rdepends", 0},
+	        {"moo", 0}, {"edit-sources", 0}, {"check", 0}, {"mark", 0}, {"markauto", 0},
+	        {"unmarkauto", 0}, {"help", 0}, {"why", 0}, {"why-not", 0}, {NULL, 0}};
+	static const char *const lv[] = {"option", "config-file", "target-release", NULL};
+	return system_pm(c, v, n, flags, verbs, "ocqtS", lv);
+}
+
+static int t_dnf(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"install", R}, {"in", R}, {"update", R},
+	        {"upgrade", R}, {"up", R}, {"reinstall", R}, {"downgrade", R}, {"makecache", R},
+	        {"download", R}, {"distro-sync", R}, {"dsync", R}, {"check-update", R},
+	        {"check-upgrade", R}, {"search", R}, {"se", R}, {"info", R}, {"list", R},
+	        {"provides", R}, {"whatprovides", R}, {"repoquery", R}, {"group", R},
+	        {"groupinstall", R}, {"groupupdate", R}, {"module", R}, {"builddep", R},
+	        {"swap", R}, {"upgrade-minimal", R}, {"repolist", R}, {"localinstall", R},
+	        {"remove", 0}, {"erase", 0}, {"rm", 0}, {"autoremove", 0}, {"clean", 0},
+	        {"history", 0}, {"help", 0}, {"mark", 0}, {"alias", 0}, {NULL, 0}};
+	static const char *const lv[] = {"releasever", "installroot", "setopt", "enablerepo",
+	        "disablerepo", "repo", "config", "exclude", "color", NULL};
+	return system_pm(c, v, n, flags, verbs, "cdexR", lv);
+}
+
+static int t_apk(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"add", R}, {"update", R}, {"upgrade", R},
+	        {"fetch", R}, {"fix", R}, {"cache", R}, {"del", 0}, {"info", 0}, {"list", 0},
+	        {"search", 0}, {"stats", 0}, {"audit", 0}, {"verify", 0}, {"version", 0},
+	        {"index", 0}, {"manifest", 0}, {"policy", 0}, {"dot", 0}, {NULL, 0}};
+	static const char *const lv[] = {"root", "repository", "keys-dir", "arch", "cache-dir",
+	        "repositories-file", "virtual", NULL};
+	return system_pm(c, v, n, flags, verbs, "XptV", lv);
+}
+
+static int t_brew(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"install", R}, {"reinstall", R}, {"upgrade", R},
+	        {"update", R}, {"fetch", R}, {"tap", R}, {"search", R}, {"info", R},
+	        {"outdated", R}, {"desc", R}, {"create", R}, {"bump", W}, {"bump-formula-pr", W},
+	        {"bump-cask-pr", W}, {"list", 0}, {"ls", 0}, {"uninstall", 0}, {"remove", 0},
+	        {"rm", 0}, {"cleanup", 0}, {"doctor", 0}, {"dr", 0}, {"config", 0},
+	        {"--prefix", 0}, {"--cellar", 0}, {"--cache", 0}, {"--version", 0}, {"help", 0},
+	        {"link", 0}, {"ln", 0}, {"unlink", 0}, {"pin", 0}, {"unpin", 0}, {"services", 0},
+	        {"leaves", 0}, {"deps", 0}, {"uses", 0}, {"shellenv", 0}, {"autoremove", 0},
+	        {"home", 0}, {"commands", 0}, {"untap", 0}, {"analytics", 0}, {"completions", 0},
+	        {"edit", 0}, {"cat", 0}, {"formulae", 0}, {"casks", 0}, {"log", 0},
+	        {"options", 0}, {"missing", 0}, {"--repository", 0}, {"--env", 0}, {NULL, 0}};
+	static const char *const env[] = {"HOMEBREW_API_DOMAIN", "HOMEBREW_BOTTLE_DOMAIN",
+	        "HOMEBREW_ARTIFACT_DOMAIN", NULL};
+	int replaced = env_registry(c, env);
+	if (n < 2)
+		return 0;
+	if (v[1].flags & CLS_W_EXP)
+		return cls_refuse(c, v[1].off, "brew verb is not static");
+	unsigned tags;
+	if (cls_word_is(&v[1], "bundle")) {
+		/* brew bundle [install] installs from the Brewfile; check, list, dump do not */
+		static const char *const local[] = {"check", "list", "dump", "cleanup", "edit",
+		        "env", "sh", NULL};
+		tags = n > 2 && word_in(&v[2], local) ? 0 : R;
+	} else {
+		tags = verb_tags(verbs, &v[1]);
+	}
+	package_tags(c, tags, ALLOW_REG_BREW, replaced);
+	return 0;
+}
+
+/* ---- containers: docker, podman, nerdctl, buildah, skopeo, helm ---- */
+
+/* The registry of an image reference: its host when the first element has a dot or a colon
+ * or is localhost (docker's rule), else the default registry. */
+static void image_registry(struct cls_ctx *c, const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return; /* built at run time: unknown */
+	const char *s = w->s;
+	size_t len = w->len;
+	if (len > 9 && memcmp(s, "docker://", 9) == 0) {
+		s += 9;
+		len -= 9;
+	}
+	const char *slash = memchr(s, '/', len);
+	if (slash != NULL) {
+		size_t l = (size_t)(slash - s);
+		if (memchr(s, '.', l) != NULL || memchr(s, ':', l) != NULL ||
+		        (l == 9 && memcmp(s, "localhost", 9) == 0)) {
+			struct cls_word h = {s, l, 0, w->off};
+			char buf[272];
+			if (l < sizeof buf) {
+				memcpy(buf, s, l);
+				buf[l] = '\0';
+				h.s = buf;
+				cls_add_url_host(c, &h, 1);
+			}
+			return;
+		}
+	}
+	c->registries |= ALLOW_REG_DOCKER;
+}
+
+static const char *const docker_run_lv[] = {"add-host", "annotation", "attach", "blkio-weight",
+        "blkio-weight-device", "cap-add", "cap-drop", "cgroup-parent", "cgroupns", "cidfile",
+        "cpu-period", "cpu-quota", "cpu-rt-period", "cpu-rt-runtime", "cpu-shares", "cpus",
+        "cpuset-cpus", "cpuset-mems", "device", "device-cgroup-rule", "device-read-bps",
+        "device-read-iops", "device-write-bps", "device-write-iops", "dns", "dns-option",
+        "dns-search", "domainname", "entrypoint", "env", "env-file", "expose", "gpus",
+        "group-add", "health-cmd", "health-interval", "health-retries", "health-start-period",
+        "health-timeout", "hostname", "ip", "ip6", "ipc", "isolation", "kernel-memory", "label",
+        "label-file", "link", "link-local-ip", "log-driver", "log-opt", "mac-address", "memory",
+        "memory-reservation", "memory-swap", "memory-swappiness", "mount", "name", "network",
+        "network-alias", "oom-score-adj", "pid", "pids-limit", "platform", "publish", "pull",
+        "restart", "runtime", "security-opt", "shm-size", "stop-signal", "stop-timeout",
+        "storage-opt", "sysctl", "tmpfs", "ulimit", "user", "userns", "uts", "volume",
+        "volume-driver", "volumes-from", "workdir", "arch", "os", "variant", "creds", "secret",
+        "authfile", "cert-dir", "tag", "file", "build-arg", "target", "cache-from", "cache-to",
+        "output", "progress", "iidfile", "ssh", "build-context", "provenance", "sbom", "quiet",
+        "shm-size", "config", "context", "host", "log-level", "builder", NULL};
+
+/* docker-style tools: the verb after the global options, then the image operand. */
+static int t_docker(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"pull", R}, {"build", R}, {"run", R}, {"create", R},
+	        {"search", R}, {"import", R}, {"scout", R}, {"push", W}, {"login", W},
+	        {"logout", 0}, {"ps", 0}, {"images", 0}, {"rmi", 0}, {"rm", 0}, {"stop", 0},
+	        {"start", 0}, {"restart", 0}, {"kill", 0}, {"logs", 0}, {"exec", 0},
+	        {"inspect", 0}, {"tag", 0}, {"save", 0}, {"load", 0}, {"export", 0}, {"cp", 0},
+	        {"commit", 0}, {"diff", 0}, {"top", 0}, {"stats", 0}, {"version", 0}, {"info", 0},
+	        {"network", 0}, {"volume", 0}, {"system", 0}, {"context", 0}, {"config", 0},
+	        {"secret", 0}, {"swarm", 0}, {"node", 0}, {"service", 0}, {"stack", 0},
+	        {"pause", 0}, {"unpause", 0}, {"port", 0}, {"rename", 0}, {"update", 0},
+	        {"wait", 0}, {"attach", 0}, {"events", 0}, {"history", 0}, {"help", 0},
+	        {"init", 0}, {"machine", 0}, {"pod", 0}, {"generate", 0}, {"healthcheck", 0},
+	        {"unshare", 0}, {"mount", 0}, {"umount", 0}, {"container", 0}, {"image", 0},
+	        {"compose", 0}, {"buildx", 0}, {"manifest", 0}, {"trust", 0}, {"plugin", 0},
+	        {"builder", 0}, {NULL, 0}};
+	static const char *const glv[] = {"config", "context", "host", "log-level", "tlscacert",
+	        "tlscert", "tlskey", "url", "connection", "identity", "root", "runroot",
+	        "storage-driver", "cgroup-manager", "namespace", "address", NULL};
+	/* a remote daemon: every verb talks to it over the network */
+	for (size_t i = 1; i + 1 < n; i++)
+		if ((cls_word_is(&v[i], "-H") || cls_word_is(&v[i], "--host") ||
+		            cls_word_is(&v[i], "--url")) &&
+		        !starts_with(&v[i + 1], "unix://")) {
+			c->tags |= RW;
+			cls_add_url_host(c, &v[i + 1], 0);
+		}
+	size_t k = verb_at(v, n, "cHl", glv);
+	if (k >= n)
+		return 0;
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "%s verb is not static", v[0].s);
+	/* management commands: docker image pull, docker container run, docker buildx build */
+	int buildx = 0, compose = 0;
+	if (cls_word_is(verb, "image") || cls_word_is(verb, "container") ||
+	        cls_word_is(verb, "buildx") || cls_word_is(verb, "builder") ||
+	        cls_word_is(verb, "compose") || cls_word_is(verb, "manifest") ||
+	        cls_word_is(verb, "trust") || cls_word_is(verb, "plugin")) {
+		buildx = cls_word_is(verb, "buildx") || cls_word_is(verb, "builder");
+		compose = cls_word_is(verb, "compose");
+		int manifest = cls_word_is(verb, "manifest"), trust = cls_word_is(verb, "trust"),
+		    plugin = cls_word_is(verb, "plugin");
+		static const char *const clv[] = {"file", "project-name", "profile", "env-file",
+		        "project-directory", "ansi", "progress", "parallel", "builder", NULL};
+		size_t s = verb_at(v + k, n - k, "fp", clv) + k;
+		if (s >= n)
+			return 0;
+		if (v[s].flags & CLS_W_EXP)
+			return cls_refuse(c, v[s].off, "%s verb is not static", v[0].s);
+		unsigned tags = 0;
+		if (manifest) {
+			tags = cls_word_is(&v[s], "push") ? W
+			       : (cls_word_is(&v[s], "inspect") || cls_word_is(&v[s], "create")) ? R
+			       : cls_word_is(&v[s], "annotate") || cls_word_is(&v[s], "rm") ? 0
+			                                                                    : RW;
+		} else if (trust) {
+			tags = cls_word_is(&v[s], "inspect") ? R : W;
+		} else if (plugin) {
+			tags = cls_word_is(&v[s], "install") || cls_word_is(&v[s], "upgrade") ? R
+			       : cls_word_is(&v[s], "push")                                  ? W
+			                                                                      : 0;
+		} else if (compose) {
+			static const struct verb cverbs[] = {{"pull", R}, {"up", R}, {"run", R},
+			        {"create", R}, {"build", R}, {"push", W}, {"down", 0}, {"ps", 0},
+			        {"logs", 0}, {"stop", 0}, {"start", 0}, {"restart", 0}, {"rm", 0},
+			        {"exec", 0}, {"config", 0}, {"kill", 0}, {"ls", 0}, {"top", 0},
+			        {"images", 0}, {"pause", 0}, {"unpause", 0}, {"port", 0},
+			        {"version", 0}, {"events", 0}, {"cp", 0}, {"wait", 0}, {"watch", 0},
+			        {"attach", 0}, {"stats", 0}, {NULL, 0}};
+			tags = verb_tags(cverbs, &v[s]);
+		} else if (buildx && cls_word_is(&v[s], "imagetools")) {
+			tags = s + 1 < n && cls_word_is(&v[s + 1], "inspect") ? R : RW;
+		} else if (buildx && !cls_word_is(&v[s], "build") && !cls_word_is(&v[s], "b") &&
+		           !cls_word_is(&v[s], "bake")) {
+			static const struct verb bverbs[] = {{"ls", 0}, {"create", 0}, {"use", 0},
+			        {"rm", 0}, {"stop", 0}, {"inspect", 0}, {"prune", 0}, {"du", 0},
+			        {"version", 0}, {"install", 0}, {"uninstall", 0}, {"history", 0},
+			        {"dial-stdio", 0}, {NULL, 0}};
+			tags = verb_tags(bverbs, &v[s]);
+		} else {
+			/* docker image pull / container run ...: the verb below decides */
+			verb = &v[s];
+			k = s;
+			goto plain;
+		}
+		/* images named in a compose file, a manifest or a plugin: the default registry,
+		 * as far as the line tells */
+		package_tags(c, tags, ALLOW_REG_DOCKER, 0);
+		return 0;
+	}
+plain:;
+	unsigned tags = verb_tags(verbs, verb);
+	if (cls_word_is(verb, "b"))
+		tags = R; /* buildx's alias of build */
+	if (tags == 0) {
+		c->tags |= 0;
+		return 0;
+	}
+	c->tags |= tags;
+	int is_build = cls_word_is(verb, "build") || cls_word_is(verb, "b") ||
+	               cls_word_is(verb, "bake") || buildx;
+	if (is_build) {
+		/* FROM images are in the Dockerfile; --push sends the -t tags */
+		c->registries |= ALLOW_REG_DOCKER;
+		for (size_t i = k + 1; i < n; i++) {
+			if (cls_word_is(&v[i], "--push") || starts_with(&v[i], "--output=type=registry") ||
+			        starts_with(&v[i], "--output=type=image"))
+				c->tags |= W;
+			if ((cls_word_is(&v[i], "-t") || cls_word_is(&v[i], "--tag")) && i + 1 < n &&
+			        (c->tags & W))
+				image_registry(c, &v[i + 1]);
+		}
+		return 0;
+	}
+	if (cls_word_is(verb, "login")) {
+		static const char *const llv[] = {"username", "password", NULL};
+		size_t s = verb_at(v + k, n - k, "up", llv) + k;
+		if (s < n)
+			cls_add_url_host(c, &v[s], 1);
+		else
+			c->registries |= ALLOW_REG_DOCKER;
+		return 0;
+	}
+	if (cls_word_is(verb, "search")) {
+		c->registries |= ALLOW_REG_DOCKER;
+		return 0;
+	}
+	if (cls_word_is(verb, "import")) {
+		for (size_t i = k + 1; i < n; i++)
+			if (strstr(v[i].s, "://") != NULL)
+				cls_add_url_host(c, &v[i], 0);
+		return 0;
+	}
+	/* pull, push, run, create: the image is the first operand */
+	size_t s = verb_at(v + k, n - k, "acehlmpuvwf", docker_run_lv) + k;
+	if (s < n)
+		image_registry(c, &v[s]);
+	else if (!(flags & CLS_C_XARGS))
+		c->registries |= ALLOW_REG_DOCKER;
+	return 0;
+}
+
+static int t_buildah(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"pull", R}, {"from", R}, {"bud", R},
+	        {"build", R}, {"build-using-dockerfile", R}, {"push", W}, {"login", W},
+	        {"logout", 0}, {"images", 0}, {"containers", 0}, {"rm", 0}, {"rmi", 0},
+	        {"run", 0}, {"copy", 0}, {"add", 0}, {"config", 0}, {"commit", 0}, {"inspect", 0},
+	        {"mount", 0}, {"umount", 0}, {"tag", 0}, {"info", 0}, {"version", 0},
+	        {"unshare", 0}, {"manifest", 0}, {"help", 0}, {NULL, 0}};
+	size_t k = verb_at(v, n, "", docker_run_lv);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "buildah verb is not static");
+	unsigned tags = verb_tags(verbs, &v[k]);
+	c->tags |= tags;
+	if (tags == 0)
+		return 0;
+	if (cls_word_is(&v[k], "bud") || cls_word_is(&v[k], "build") ||
+	        cls_word_is(&v[k], "build-using-dockerfile")) {
+		c->registries |= ALLOW_REG_DOCKER;
+		return 0;
+	}
+	/* pull IMAGE, from IMAGE, push IMAGE [DEST], login [SERVER] */
+	size_t s = verb_at(v + k, n - k, "", docker_run_lv) + k;
+	if (cls_word_is(&v[k], "push") && s + 1 < n)
+		s++; /* the destination is what is written */
+	if (s < n)
+		image_registry(c, &v[s]);
+	else
+		c->registries |= ALLOW_REG_DOCKER;
+	return 0;
+}
+
+static int t_skopeo(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"copy", R}, {"inspect", R}, {"list-tags", R},
+	        {"sync", R}, {"delete", W}, {"login", W}, {"logout", 0},
+	        {"standalone-sign", 0}, {"standalone-verify", 0}, {"manifest-digest", 0},
+	        {"generate-sigstore-key", 0}, {"help", 0}, {NULL, 0}};
+	static const char *const lv[] = {"authfile", "src-creds", "dest-creds", "creds",
+	        "src-authfile", "dest-authfile", "format", "src", "dest", "registries-conf",
+	        "override-arch", "override-os", "override-variant", "policy", "tmpdir",
+	        "command-timeout", "retry-times", "sign-by", "multi-arch", NULL};
+	size_t k = verb_at(v, n, "", lv);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "skopeo verb is not static");
+	unsigned tags = verb_tags(verbs, &v[k]);
+	if (tags == 0)
+		return 0;
+	c->tags |= tags;
+	/* operands with the docker:// transport reach a registry; the destination of copy or
+	 * sync is written */
+	size_t ops = 0;
+	for (size_t i = k + 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->len > 1 && w->s[0] == '-') {
+			if (memchr(w->s, '=', w->len) == NULL && w->s[1] == '-' &&
+			        cls_in_list(lv, w->s + 2, w->len - 2))
+				i++;
+			continue;
+		}
+		ops++;
+		if (starts_with(w, "docker://") || cls_word_is(&v[k], "login") ||
+		        (cls_word_is(&v[k], "sync") && ops == 2 && !starts_with(w, "/") &&
+		                !starts_with(w, ".") && strchr(w->s, ':') == NULL &&
+		                strchr(w->s, '/') == NULL)) {
+			if (cls_word_is(&v[k], "login"))
+				cls_add_url_host(c, w, 1);
+			else
+				image_registry(c, w);
+			if (ops == 2 && (cls_word_is(&v[k], "copy") || cls_word_is(&v[k], "sync")))
+				c->tags |= W;
+		}
+	}
+	return 0;
+}
+
+static int t_helm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct verb verbs[] = {{"pull", R}, {"fetch", R}, {"install", RW},
+	        {"upgrade", RW}, {"uninstall", W}, {"delete", W}, {"del", W}, {"un", W},
+	        {"rollback", W}, {"test", W}, {"push", W}, {"status", R}, {"list", R}, {"ls", R},
+	        {"get", R}, {"history", R}, {"hist", R}, {"show", R}, {"inspect", R},
+	        {"create", 0}, {"lint", 0}, {"package", 0}, {"version", 0}, {"env", 0},
+	        {"completion", 0}, {"help", 0}, {"verify", 0}, {"template", 0}, {NULL, 0}};
+	static const char *const lv[] = {"namespace", "kube-context", "kubeconfig", "kube-apiserver",
+	        "kube-token", "kube-as-user", "kube-as-group", "kube-ca-file", "registry-config",
+	        "repository-cache", "repository-config", "burst-limit", "qps", NULL};
+	size_t k = verb_at(v, n, "n", lv);
+	if (k >= n)
+		return 0;
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "helm verb is not static");
+	unsigned tags;
+	if (cls_word_is(verb, "repo")) {
+		tags = k + 1 < n && (cls_word_is(&v[k + 1], "add") || cls_word_is(&v[k + 1], "update") ||
+		                            cls_word_is(&v[k + 1], "up"))
+		               ? R
+		               : 0;
+	} else if (cls_word_is(verb, "dependency") || cls_word_is(verb, "dep") ||
+	           cls_word_is(verb, "dependencies")) {
+		tags = k + 1 < n && (cls_word_is(&v[k + 1], "update") || cls_word_is(&v[k + 1], "up") ||
+		                            cls_word_is(&v[k + 1], "build"))
+		               ? R
+		               : 0;
+	} else if (cls_word_is(verb, "search")) {
+		tags = k + 1 < n && cls_word_is(&v[k + 1], "hub") ? R : 0;
+	} else if (cls_word_is(verb, "registry")) {
+		tags = k + 1 < n && cls_word_is(&v[k + 1], "login") ? W : 0;
+	} else if (cls_word_is(verb, "plugin")) {
+		tags = k + 1 < n && (cls_word_is(&v[k + 1], "install") ||
+		                            cls_word_is(&v[k + 1], "update"))
+		               ? R
+		               : 0;
+	} else {
+		tags = verb_tags(verbs, verb);
+	}
+	c->tags |= tags;
+	if (tags != 0)
+		for (size_t i = k + 1; i < n; i++)
+			if (!(v[i].flags & CLS_W_EXP) && strstr(v[i].s, "://") != NULL)
+				cls_add_url_host(c, &v[i], 0);
+	return 0;
+}
+
+/* ---- cloud and cluster clients ---- */
+
+/* Whether a word is an object-store URL (s3://, gs://) rather than a local path. */
+static int is_remote(const struct cls_word *w, const char *scheme)
+{
+	return (w->flags & CLS_W_LEADEXP) || starts_with(w, scheme);
+}
+
+/* cp/mv/sync/rsync SRC DST by direction: download reads, upload writes, remote to remote both;
+ * mv also deletes its source. */
+static unsigned copy_tags(const struct cls_word *src, const struct cls_word *dst,
+        const char *scheme, int move)
+{
+	int rs = is_remote(src, scheme), rd = is_remote(dst, scheme);
+	unsigned t = 0;
+	if (rs)
+		t |= R;
+	if (rd || (move && rs))
+		t |= W;
+	return t ? t : RW;
+}
+
+/* The first two operands at or after i (options with values in lv skipped). */
+static size_t two_operands(const struct cls_word *v, size_t n, size_t i, const char *sv,
+        const char *const *lv, const struct cls_word **a, const struct cls_word **b)
+{
+	const struct cls_opts spec = {sv, NULL, lv, 0, 0};
+	size_t got = 0;
+	*a = *b = NULL;
+	while (i < n && got < 2) {
+		size_t k = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+		if (k >= n)
+			break;
+		if (got == 0)
+			*a = &v[k];
+		else
+			*b = &v[k];
+		got++;
+		i = k + 1;
+	}
+	return got;
+}
+
+static int t_aws(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const glv[] = {"profile", "region", "endpoint-url", "output", "query",
+	        "color", "cli-read-timeout", "cli-connect-timeout", "ca-bundle",
+	        "cli-binary-format", NULL};
+	static const char *const s3lv[] = {"include", "exclude", "acl", "grants", "sse",
+	        "sse-c", "sse-c-key", "sse-kms-key-id", "storage-class", "website-redirect",
+	        "content-type", "cache-control", "content-disposition", "content-encoding",
+	        "content-language", "expires", "source-region", "metadata", "metadata-directive",
+	        "expected-size", "page-size", "request-payer", "checksum-algorithm",
+	        "checksum-mode", "grants", "expires-in", "index-document", "error-document",
+	        "sse-c-copy-source", "sse-c-copy-source-key", "profile", "region", "endpoint-url",
+	        "output", "query", NULL};
+	for (size_t i = 1; i < n; i++) {
+		if (cls_word_is(&v[i], "--endpoint-url") && i + 1 < n)
+			cls_add_url_host(c, &v[i + 1], 0);
+		else if (starts_with(&v[i], "--endpoint-url=")) {
+			struct cls_word u = v[i];
+			u.s += 15;
+			u.len -= 15;
+			cls_add_url_host(c, &u, 0);
+		}
+	}
+	size_t k = verb_at(v, n, "", glv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= RW;
+		return 0;
+	}
+	const struct cls_word *svc = &v[k];
+	if (svc->flags & CLS_W_EXP)
+		return cls_refuse(c, svc->off, "aws service is not static");
+	static const char *const local[] = {"help", "configure", "--version", "history", NULL};
+	if (word_in(svc, local))
+		return 0;
+	if (!cls_word_is(svc, "s3")) {
+		c->tags |= RW; /* every other service and operation: both */
+		return 0;
+	}
+	size_t s = verb_at(v + k, n - k, "", glv) + k;
+	if (s >= n)
+		return 0;
+	const struct cls_word *op = &v[s];
+	static const struct verb s3[] = {{"ls", R}, {"rm", W}, {"mb", W}, {"rb", W},
+	        {"website", W}, {"presign", 0}, {NULL, 0}};
+	unsigned tags;
+	if (cls_word_is(op, "cp") || cls_word_is(op, "mv") || cls_word_is(op, "sync")) {
+		const struct cls_word *a, *b;
+		if (two_operands(v, n, s + 1, "", s3lv, &a, &b) == 2)
+			tags = copy_tags(a, b, "s3://", cls_word_is(op, "mv"));
+		else
+			tags = RW;
+		if (cls_word_is(op, "sync"))
+			for (size_t i = s + 1; i < n; i++)
+				if (cls_word_is(&v[i], "--delete") && b != NULL && is_remote(b, "s3://"))
+					tags |= W;
+	} else {
+		tags = verb_tags(s3, op);
+	}
+	c->tags |= tags;
+	return 0;
+}
+
+/* gsutil and gcloud storage: by verb, cp/mv/rsync by direction. */
+static unsigned gs_tags(const struct cls_word *v, size_t n, size_t s)
+{
+	static const struct verb verbs[] = {{"ls", R}, {"cat", R}, {"du", R}, {"stat", R},
+	        {"hash", 0}, {"version", 0}, {"help", 0}, {"config", 0}, {"rm", W}, {"mb", W},
+	        {"rb", W}, {"setmeta", W}, {"compose", W}, {"signurl", 0}, {"sign-url", 0},
+	        {NULL, 0}};
+	static const char *const lv[] = {"header", "content-type", "cache-control",
+	        "storage-class", "exclude", "include", "project", NULL};
+	if (s >= n)
+		return 0;
+	const struct cls_word *op = &v[s];
+	if (cls_word_is(op, "cp") || cls_word_is(op, "mv") || cls_word_is(op, "rsync")) {
+		const struct cls_word *a, *b;
+		if (two_operands(v, n, s + 1, "hpxsz", lv, &a, &b) != 2)
+			return RW;
+		unsigned t = copy_tags(a, b, "gs://", cls_word_is(op, "mv"));
+		for (size_t i = s + 1; i < n; i++)
+			if ((cls_word_is(&v[i], "-d") || cls_word_is(&v[i], "--delete-unmatched-destination-objects")) &&
+			        is_remote(b, "gs://"))
+				t |= W;
+		return t;
+	}
+	/* acl, defacl, iam, lifecycle, cors, ...: get reads, set/ch writes */
+	if (s + 1 < n && (cls_word_is(&v[s + 1], "get") || cls_word_is(&v[s + 1], "describe") ||
+	                         cls_word_is(&v[s + 1], "list")))
+		return R;
+	if (cls_word_is(op, "buckets") || cls_word_is(op, "objects") ||
+	        cls_word_is(op, "folders") || cls_word_is(op, "managed-folders"))
+		return s + 1 < n && (cls_word_is(&v[s + 1], "create") || cls_word_is(&v[s + 1], "delete") ||
+		                            cls_word_is(&v[s + 1], "update") || cls_word_is(&v[s + 1], "compose"))
+		               ? W
+		               : RW;
+	return verb_tags(verbs, op);
+}
+
+static int t_gsutil(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	size_t k = verb_at(v, n, "ohiu", NULL);
+	if (k < n && (v[k].flags & CLS_W_EXP))
+		return cls_refuse(c, v[k].off, "gsutil verb is not static");
+	c->tags |= gs_tags(v, n, k);
+	return 0;
+}
+
+static int t_gcloud(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const char *const glv[] = {"project", "account", "configuration", "format",
+	        "verbosity", "impersonate-service-account", "billing-project", "flags-file",
+	        "flatten", "trace-token", NULL};
+	size_t k = verb_at(v, n, "", glv);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "gcloud group is not static");
+	static const char *const local[] = {"config", "info", "version", "help", "topic",
+	        "components", "cheat-sheet", "init", NULL};
+	if (word_in(&v[k], local))
+		return 0;
+	if (cls_word_is(&v[k], "storage")) {
+		size_t s = verb_at(v + k, n - k, "", glv) + k;
+		if (s < n && (v[s].flags & CLS_W_EXP))
+			return cls_refuse(c, v[s].off, "gcloud storage verb is not static");
+		c->tags |= gs_tags(v, n, s);
+		return 0;
+	}
+	c->tags |= RW;
+	return 0;
+}
+
+static int t_az(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	size_t k = verb_at(v, n, "", NULL);
+	if (k >= n)
+		return 0;
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "az group is not static");
+	static const char *const local[] = {"version", "help", "config", "--version", "find",
+	        "interactive", "init", NULL};
+	if (word_in(&v[k], local))
+		return 0;
+	if (cls_word_is(&v[k], "storage") && k + 2 < n && cls_word_is(&v[k + 1], "blob")) {
+		static const struct verb blob[] = {{"upload", W}, {"upload-batch", W},
+		        {"delete", W}, {"delete-batch", W}, {"set-tier", W}, {"snapshot", W},
+		        {"sync", W}, {"undelete", W}, {"download", R}, {"download-batch", R},
+		        {"list", R}, {"show", R}, {"exists", R}, {"url", 0}, {"generate-sas", 0},
+		        {NULL, 0}};
+		const struct cls_word *op = &v[k + 2];
+		if (cls_word_is(op, "copy") || cls_word_is(op, "metadata") ||
+		        cls_word_is(op, "lease") || cls_word_is(op, "tag"))
+			c->tags |= k + 3 < n && (cls_word_is(&v[k + 3], "show") ||
+			                                cls_word_is(&v[k + 3], "list"))
+			                   ? R
+			                   : W;
+		else
+			c->tags |= verb_tags(blob, op);
+		return 0;
+	}
+	c->tags |= RW;
+	return 0;
+}
+
+static int t_kubectl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"get", R}, {"describe", R}, {"logs", R}, {"top", R},
+	        {"explain", R}, {"api-resources", R}, {"api-versions", R}, {"cluster-info", R},
+	        {"version", R}, {"events", R}, {"wait", R}, {"auth", R}, {"apply", W},
+	        {"create", W}, {"delete", W}, {"patch", W}, {"edit", W}, {"exec", W}, {"cp", W},
+	        {"scale", W}, {"rollout", W}, {"label", W}, {"annotate", W}, {"set", W},
+	        {"taint", W}, {"drain", W}, {"cordon", W}, {"uncordon", W}, {"replace", W},
+	        {"autoscale", W}, {"expose", W}, {"run", W}, {"attach", W}, {"port-forward", W},
+	        {"proxy", W}, {"debug", W}, {"certificate", W}, {"config", 0}, {"completion", 0},
+	        {"help", 0}, {"kustomize", 0}, {"plugin", 0}, {"alpha", RW}, {"diff", RW},
+	        {NULL, 0}};
+	static const char *const glv[] = {"namespace", "context", "cluster", "user", "server",
+	        "kubeconfig", "token", "as", "as-group", "as-uid", "certificate-authority",
+	        "client-certificate", "client-key", "request-timeout", "tls-server-name",
+	        "cache-dir", "password", "username", "profile", "profile-output",
+	        "log-flush-frequency", "v", "vmodule", "selector", "output", NULL};
+	for (size_t i = 1; i + 1 < n; i++)
+		if (cls_word_is(&v[i], "--server") || cls_word_is(&v[i], "-s"))
+			cls_add_url_host(c, &v[i + 1], 1);
+	size_t k = verb_at(v, n, "nslo", glv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= RW;
+		return 0;
+	}
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "kubectl verb is not static");
+	unsigned tags = verb_tags(verbs, verb);
+	if (cls_word_is(verb, "rollout") && k + 1 < n &&
+	        (cls_word_is(&v[k + 1], "status") || cls_word_is(&v[k + 1], "history")))
+		tags = R;
+	if (cls_word_is(verb, "version"))
+		for (size_t i = k + 1; i < n; i++)
+			if (cls_word_is(&v[i], "--client") || starts_with(&v[i], "--client="))
+				tags = 0;
+	c->tags |= tags;
+	return 0;
+}
+
+#undef R
+#undef W
 struct tool {
 	const char *name; /* program basename */
 	int (*fn)(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
@@ -1041,30 +2662,66 @@ struct tool {
 
 /* Sorted by name (strcmp order) for bsearch. */
 static const struct tool tools[] = {
+        {"apk", t_apk},
+        {"apt", t_apt},
+        {"apt-get", t_apt},
+        {"aptitude", t_apt},
+        {"aws", t_aws},
+        {"az", t_az},
+        {"brew", t_brew},
+        {"buildah", t_buildah},
+        {"bun", t_bun},
+        {"bundle", t_bundle},
+        {"bundler", t_bundle},
+        {"bunx", t_bunx},
+        {"cargo", t_cargo},
+        {"composer", t_composer},
         {"declare", t_declare},
         {"deno", t_deno},
+        {"dnf", t_dnf},
+        {"docker", t_docker},
         {"export", t_declare},
+        {"flit", t_flit},
         {"ftp", t_ftp},
+        {"gcloud", t_gcloud},
+        {"gem", t_gem},
+        {"go", t_go},
         {"grpcurl", t_grpcurl},
+        {"gsutil", t_gsutil},
+        {"hatch", t_hatch},
+        {"helm", t_helm},
+        {"kubectl", t_kubectl},
         {"lftp", t_lftp},
         {"local", t_declare},
+        {"microdnf", t_dnf},
         {"nc", t_nc},
         {"ncat", t_nc},
+        {"nerdctl", t_docker},
         {"netcat", t_nc},
         {"node", t_node},
         {"nodejs", t_node},
+        {"npm", t_npm},
         {"openssl", t_openssl},
         {"perl", t_perl},
         {"php", t_php},
+        {"pip", t_pip},
+        {"pipx", t_pipx},
+        {"pnpm", t_pnpm},
+        {"podman", t_docker},
+        {"poetry", t_poetry},
         {"pypy", t_python},
         {"python", t_python},
         {"readonly", t_declare},
         {"ruby", t_ruby},
+        {"skopeo", t_skopeo},
         {"socat", t_socat},
         {"telnet", t_telnet},
         {"tftp", t_tftp},
+        {"twine", t_twine},
         {"typeset", t_declare},
         {"websocat", t_websocat},
+        {"yarn", t_yarn},
+        {"yum", t_dnf},
 };
 
 static int cmp_tool(const void *key, const void *elem)

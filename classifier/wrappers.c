@@ -673,10 +673,11 @@ static int w_npx(struct cls_ctx *c, struct run *r)
 	}
 	if (k >= r->n)
 		return 0;
+	cls_package_fetch(c, r->v, r->n, ALLOW_REG_NPM); /* npx fetches a package it lacks */
 	return package_program(c, r, k);
 }
 
-static const char *const uv_lv[] = {"from", "with", "with-editable", "with-requirements", "python",
+const char *const cls_uv_lv[] = {"from", "with", "with-editable", "with-requirements", "python",
         "index", "index-url", "extra-index-url", "find-links", "constraints", "overrides",
         "cache-dir", "directory", "project", "config-file", "env-file", "package", "extra", "group",
         "only-group", "no-group", "prerelease", "resolution", "refresh-package",
@@ -685,16 +686,17 @@ static const char *const uv_lv[] = {"from", "with", "with-editable", "with-requi
 
 static int w_uvx(struct cls_ctx *c, struct run *r)
 {
-	static const struct cls_opts spec = {"pfwc", NULL, uv_lv, 0, 0};
+	static const struct cls_opts spec = {"pfwc", NULL, cls_uv_lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
 	if (k >= r->n)
 		return 0;
+	cls_package_fetch(c, r->v, r->n, ALLOW_REG_PYPI); /* uvx fetches the tool */
 	return package_program(c, r, k);
 }
 
 static int w_uv(struct cls_ctx *c, struct run *r)
 {
-	static const struct cls_opts spec = {"pfwc", NULL, uv_lv, 0, 0};
+	static const struct cls_opts spec = {"pfwc", NULL, cls_uv_lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
 	if (k < r->n && cls_word_is(&r->v[k], "tool") && k + 1 < r->n &&
 	        cls_word_is(&r->v[k + 1], "run")) {

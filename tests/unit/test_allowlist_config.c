@@ -258,6 +258,32 @@ static void test_net_raw_action(void **state)
 	allow_config_free(c);
 }
 
+/* registries: maps each package registry family to the host the pre-run check tests. */
+static void test_registries(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+	        "brew", "crates", "docker", "go", "npm", "packagist", "pypi", "rubygems"};
+	char yaml[1024];
+	size_t p = (size_t)snprintf(yaml, sizeof yaml, "registries:\n");
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		p += (size_t)snprintf(yaml + p, sizeof yaml - p, "  %s: %s.Registry.test.\n", names[i],
+		        names[i]);
+	struct allow_config *c = load_ok(yaml);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		unsigned bit = allow_registry_parse(names[i], strlen(names[i]));
+		assert_int_not_equal(bit, 0);
+		char want[64];
+		snprintf(want, sizeof want, "%s.registry.test", names[i]);
+		assert_string_equal(c->registries[allow_registry_index(bit)], want);
+	}
+	allow_config_free(c);
+	c = load_ok("registries: {docker: 192.0.2.7}\n");
+	assert_string_equal(c->registries[allow_registry_index(ALLOW_REG_DOCKER)], "192.0.2.7");
+	assert_null(c->registries[allow_registry_index(ALLOW_REG_NPM)]);
+	allow_config_free(c);
+}
+
 static void test_print(void **state)
 {
 	(void)state;
@@ -513,7 +539,17 @@ static const struct error_case error_cases[] = {
 	/* unknown keys, at every level */
 	{"zzz: 1\n",
 		"t.yaml:1:1: zzz: unknown key (expected one of: listen, dns, limits, audit, bounds, "
-		"sessions)"},
+		"sessions, registries)"},
+	/* registries: one host per known family */
+	{"registries: {cargo: x.test}\n",
+		"t.yaml:1:14: registries.cargo: unknown key (expected one of: brew, crates, docker, go, "
+		"npm, packagist, pypi, rubygems)"},
+	{"registries: {npm: \"*.x.test\"}\n",
+		"t.yaml:1:19: registries.npm: \"*.x.test\" is not a host name: character not allowed in "
+		"a host name (a registry is one host: no pattern, no port)"},
+	{"registries: {pypi: [a.test]}\n",
+		"t.yaml:1:20: registries.pypi: expected a host name, got a list"},
+	{"registries: [npm]\n", "t.yaml:1:13: registries: expected a mapping, got a list"},
 	{"listen: {proxi: [\"127.0.0.1:1\"]}\n",
 		"t.yaml:1:10: listen.proxi: unknown key (expected one of: proxy, socks5, transparent, "
 		"dns, dnsAnswers, control, metrics)"},
@@ -810,7 +846,7 @@ static void test_user_bytes_escaped(void **state)
 	assert_null(strchr(e.lines[0], '\033'));
 	assert_string_equal(e.lines[0],
 		"t.yaml:1:1: a\\x0ab\\x1b: unknown key (expected one of: listen, dns, limits, audit, "
-		"bounds, sessions)");
+		"bounds, sessions, registries)");
 	allow_errors_free(&e);
 }
 
@@ -1008,6 +1044,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_empty_allow_list),
 		cmocka_unit_test(test_net_raw_action),
+		cmocka_unit_test(test_registries),
 		cmocka_unit_test(test_print),
 		cmocka_unit_test(test_example_file),
 		cmocka_unit_test(test_sizes),

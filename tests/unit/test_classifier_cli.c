@@ -29,7 +29,10 @@ static const char config[] =
         "    bounds: [gh]\n"
         "    bound: {network: {actions: [git:push]}}\n"
         "  locked:\n"
-        "    bound: {network: {actions: [all]}}\n";
+        "    bound: {network: {actions: [all]}}\n"
+        "  pkgs:\n"
+        "    bound: {network: {allowDomains: [npm.registry.test, mirror.test], enforce: sandbox}}\n"
+        "registries: {npm: npm.registry.test, pypi: pypi.registry.test}\n";
 
 static int setup(void **state)
 {
@@ -101,7 +104,8 @@ static void test_json(void **state)
 	        0);
 	assert_string_equal(out,
 	        "{\"tags\":[\"http:write\"],\"programs\":[\"curl\",\"sudo\"],"
-	        "\"hosts\":[\"up.example.test\"],\"decision\":\"allow\",\"reason\":\"no session "
+	        "\"hosts\":[\"up.example.test\"],\"registries\":[],\"decision\":\"allow\","
+	        "\"reason\":\"no session "
 	        "given\"}\n");
 	assert_int_equal(run((const char *[]){"classify", "--json", "--", "echo \"a", NULL}), 2);
 	assert_non_null(strstr(out, "\"decision\":\"refused\""));
@@ -149,6 +153,47 @@ static void test_session_decisions(void **state)
 	        2);
 }
 
+/* A tool's default registry: the config's registries: names its host, which the session's
+ * allowDomains then decides; a family with no host there is said, not denied. */
+static void test_registries(void **state)
+{
+	(void)state;
+	/* npm's default registry is allowed in pkgs, pypi's is not */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "pkgs",
+	                         "--json", "--", "npm install", NULL}),
+	        0);
+	assert_non_null(strstr(out, "\"registries\":[\"registry:npm\"],\"decision\":\"allow\""));
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "pkgs",
+	                         "--json", "--", "pip install requests", NULL}),
+	        1);
+	assert_non_null(strstr(out, "\"registries\":[\"registry:pypi\"]"));
+	assert_non_null(strstr(out, "host-not-allowed: the pypi registry (pypi.registry.test:443, "
+	                            "registries.pypi)"));
+	assert_non_null(strstr(out, "add \\\"pypi.registry.test\\\" to allowDomains"));
+	/* a registry named on the line is a plain host: the default is not reached */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "pkgs",
+	                         "--json", "--", "pip install -i https://mirror.test/simple x",
+	                         NULL}),
+	        0);
+	assert_non_null(strstr(out, "\"hosts\":[\"mirror.test\"],\"registries\":[]"));
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "pkgs",
+	                         "--", "npm_config_registry=https://evil.test npm ci", NULL}),
+	        1);
+	/* no host for crates: allowed, and the reason says the registry was not checked */
+	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "pkgs",
+	                         "--json", "--", "cargo fetch", NULL}),
+	        0);
+	assert_non_null(strstr(out, "\"registries\":[\"registry:crates\"]"));
+	assert_non_null(strstr(out, "the host of registry:crates is unknown and was not checked"));
+	/* without a session the families are listed all the same */
+	assert_int_equal(run((const char *[]){"classify", "--json", "--", "gem install x && docker "
+	                                                                  "pull alpine",
+	                         NULL}),
+	        0);
+	assert_non_null(
+	        strstr(out, "\"registries\":[\"registry:docker\",\"registry:rubygems\"]"));
+}
+
 static void test_usage_errors(void **state)
 {
 	(void)state;
@@ -169,6 +214,7 @@ int main(void)
 	        cmocka_unit_test(test_plain),
 	        cmocka_unit_test(test_json),
 	        cmocka_unit_test(test_session_decisions),
+	        cmocka_unit_test(test_registries),
 	        cmocka_unit_test(test_usage_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
