@@ -208,6 +208,286 @@ c("git", "git push -u origin feature:feature", "git:push", "-u is a flag for pus
 c("git", "git clone -b main git@github.com:o/r.git", "git:fetch", "-b takes a value")
 c("git", "git ls-remote origin 'refs/tags/*'", "git:fetch", "a pattern")
 
+# ---- package managers and registries (item 1) ---------------------------------------------
+c = table("tools.tsv")
+RD, WR, RW = "http:read", "http:write", "http:read,http:write"
+for line, exp, note in [
+        ("npm install", RD, "install"), ("npm i", RD, "i"), ("npm i -D typescript", RD, "i with a flag"),
+        ("npm ci", RD, "ci"), ("npm add lodash", RD, "add"), ("npm update", RD, "update"),
+        ("npm view react version", RD, "view"), ("npm outdated", RD, "outdated"),
+        ("npm --prefix web install", RD, "--prefix takes a value"),
+        ("npm install --registry https://npm.mirror.test/", RD, "--registry names the host"),
+        ("npm_config_registry=https://npm.mirror.test npm ci", RD, "registry from the environment"),
+        ("npm publish", WR, "publish"), ("npm publish --access public", WR, "publish --access"),
+        ("npm unpublish pkg@1.0.0", WR, "unpublish"), ("npm deprecate pkg@1 'use 2'", WR, "deprecate"),
+        ("npm dist-tag add pkg@1.2.0 latest", WR, "dist-tag add"), ("npm dist-tag ls pkg", RD, "dist-tag ls reads"),
+        ("npm owner add alice pkg", WR, "owner add"), ("npm owner ls pkg", RD, "owner ls reads"),
+        ("npm login", WR, "login"), ("npm adduser", WR, "adduser"), ("npm token create", WR, "token create"),
+        ("npm audit", RW, "audit posts the tree"), ("npm audit fix", RW, "audit fix"),
+        ("npm test", "none", "local: test"), ("npm run build", "none", "local: run"), ("npm start", "none", "local: start"),
+        ("npm ls", "none", "local: ls"), ("npm config get registry", "none", "local: config"),
+        ("npm uninstall lodash", "none", "local: uninstall"), ("npm version patch", "none", "local: version"),
+        ("npm init -y", "none", "init without an initializer"), ("npm init vite@latest", RD, "init NAME fetches create-NAME"),
+        ("npm cache clean --force", "none", "cache clean"), ("npm cache add pkg", RD, "cache add fetches"),
+        ("npm exec -- eslint .", RD, "exec fetches the package"), ("npm exec -- git push", "git:push,http:read", "exec runs the command"),
+        ("npm frobnicate", RW, "unknown verb"), ("npm $VERB", "deny", "verb that is not static"),
+        ("cd web && npm ci && npm run build", RD, "in a list"),
+        ]:
+    c("npm", line, exp, note)
+for line, exp, note in [
+        ("pnpm install", RD, "install"), ("pnpm i --frozen-lockfile", RD, "i"), ("pnpm add -D vitest", RD, "add"),
+        ("pnpm update", RD, "update"), ("pnpm publish", WR, "publish"), ("pnpm publish --no-git-checks", WR, "publish with a flag"),
+        ("pnpm test", "none", "local"), ("pnpm run build", "none", "run"), ("pnpm build", "none", "a package.json script"),
+        ("pnpm lint", "none", "a package.json script"), ("pnpm -C web install", RD, "-C takes a value"),
+        ("pnpm dlx create-vite app", RD, "dlx fetches"), ("pnpm exec tsc", "none", "exec runs a local binary"),
+        ("pnpm exec git push", "git:push", "exec runs the command"), ("pnpm audit", RW, "audit"),
+        ("pnpm frobnicate-things", RW, "unknown verb"),
+        ]:
+    c("pnpm", line, exp, note)
+for line, exp, note in [
+        ("yarn", RD, "yarn alone installs"), ("yarn install --frozen-lockfile", RD, "install"),
+        ("yarn add react", RD, "add"), ("yarn upgrade", RD, "upgrade"), ("yarn publish", WR, "yarn 1 publish"),
+        ("yarn npm publish", WR, "yarn berry publish"), ("yarn npm login", WR, "yarn npm login"),
+        ("yarn npm info react", RD, "yarn npm info"), ("yarn npm tag list react", RD, "tag list"),
+        ("yarn build", "none", "a package.json script"), ("yarn test", "none", "test"), ("yarn run dev", "none", "run"),
+        ("yarn test:unit", "none", "a script with a colon"), ("yarn dlx create-react-app x", RD, "dlx fetches"),
+        ("yarn exec git push", "git:push", "exec runs the command"), ("yarn workspace web add zod", RD, "workspace NAME add"),
+        ("yarn workspace web build", "none", "workspace NAME script"), ("yarn global add serve", RD, "global add"),
+        ("YARN_NPM_REGISTRY_SERVER=https://y.test yarn install", RD, "registry from the environment"),
+        ("yarn frobnicate", RW, "unknown verb"),
+        ]:
+    c("yarn", line, exp, note)
+for line, exp, note in [
+        ("bun install", RD, "install"), ("bun i", RD, "i"), ("bun add hono", RD, "add"), ("bun update", RD, "update"),
+        ("bun publish", WR, "publish"), ("bun run dev", "none", "run"), ("bun test", "none", "test"),
+        ("bun index.ts", "none", "a file"), ("bun dev", "none", "a package.json script"),
+        ("bun x cowsay hi", RD, "bun x fetches"), ("bunx prisma generate", RD, "bunx fetches"),
+        ("bun exec 'git push'", "git:push", "bun exec runs a shell string"), ("bun frobnicate", RW, "unknown verb"),
+        ]:
+    c("bun", line, exp, note)
+for line, exp, note in [
+        ("npx -y cowsay hi", RD, "npx fetches"), ("npx --registry https://n.test/ cowsay", RD, "npx with a registry"),
+        ]:
+    c("npx", line, exp, note)
+for line, exp, note in [
+        ("pip install requests", RD, "install"), ("pip3 install -r requirements.txt", RD, "-r FILE"),
+        ("pip install -e .", RD, "editable local project still fetches dependencies"),
+        ("pip install --upgrade pip", RD, "upgrade"), ("pip download -d wheels x", RD, "download"),
+        ("pip wheel -w dist .", RD, "wheel"), ("pip index versions requests", RD, "index"),
+        ("pip install -i https://pypi.mirror.test/simple x", RD, "-i names the host"),
+        ("pip install --index-url=https://pypi.mirror.test/simple x", RD, "--index-url="),
+        ("pip install --extra-index-url https://extra.test/simple x", RD, "an extra index beside the default"),
+        ("pip install --no-index --find-links ./wheels x", RD, "no index, local wheels"),
+        ("PIP_INDEX_URL=https://pypi.mirror.test/simple pip install x", RD, "index from the environment"),
+        ("pip install git+https://git.test/o/r.git", RD, "a VCS URL"),
+        ("pip list", "none", "local: list"), ("pip freeze > requirements.txt", "none", "local: freeze"),
+        ("pip show requests", "none", "local: show"), ("pip uninstall -y x", "none", "local: uninstall"),
+        ("pip check", "none", "local: check"), ("pip config list", "none", "local: config"),
+        ("pip --version", "none", "version"), ("pip frobnicate", RW, "unknown verb"),
+        ("python -m pip install requests", RD, "python -m pip"), ("python3 -m pip install -U pip", RD, "python3 -m pip"),
+        ("python3.12 -m pip list", "none", "python -m pip list"), ("sudo pip3.11 install x", RD, "versioned pip"),
+        ("pip3 install $PKG", RD, "a package from an expansion still installs"),
+        ]:
+    c("pip", line, exp, note)
+for line, exp, note in [
+        ("pipx install black", RD, "install"), ("pipx upgrade-all", RD, "upgrade-all"), ("pipx inject x y", RD, "inject"),
+        ("pipx run cowsay hi", RD, "run fetches"), ("pipx run --spec httpie http https://x.test", RD, "run with --spec"),
+        ("pipx list", "none", "local"), ("pipx uninstall black", "none", "local"), ("pipx ensurepath", "none", "local"),
+        ("pipx frobnicate", RW, "unknown verb"),
+        ]:
+    c("pipx", line, exp, note)
+for line, exp, note in [
+        ("uv add httpx", RD, "add"), ("uv sync", RD, "sync"), ("uv sync --frozen", RD, "sync --frozen"),
+        ("uv lock", RD, "lock"), ("uv pip install requests", RD, "pip install"), ("uv pip sync requirements.txt", RD, "pip sync"),
+        ("uv pip compile requirements.in", RD, "pip compile"), ("uv pip list", "none", "pip list"),
+        ("uv pip freeze", "none", "pip freeze"), ("uv tool install ruff", RD, "tool install"),
+        ("uv tool list", "none", "tool list"), ("uv python install 3.12", RD, "python install"),
+        ("uv python pin 3.12", "none", "python pin"), ("uv publish", WR, "publish"),
+        ("uv publish --publish-url https://upload.test/legacy/", WR, "publish URL"),
+        ("uv sync --offline", "none", "offline"), ("UV_OFFLINE=1 uv sync", "none", "offline from the environment"),
+        ("uv add --index-url https://pypi.mirror.test/simple x", RD, "an index"),
+        ("uv init", "none", "init"), ("uv cache clean", "none", "cache"), ("uv run pytest", "none", "run"),
+        ("uvx ruff check .", RD, "uvx fetches the tool"), ("uv frobnicate", RW, "unknown verb"),
+        ("python3 -m uv pip install x", RD, "python -m uv"),
+        ]:
+    c("uv", line, exp, note)
+for line, exp, note in [
+        ("poetry install", RD, "install"), ("poetry add requests", RD, "add"), ("poetry update", RD, "update"),
+        ("poetry lock", RD, "lock"), ("poetry publish", WR, "publish"), ("poetry publish --build -r private", WR, "publish to a named repository"),
+        ("poetry build", "none", "build"), ("poetry show", "none", "show"), ("poetry show --outdated", RD, "show --outdated asks the index"),
+        ("poetry run pytest", "none", "run"), ("poetry run git push", "git:push", "run runs the command"),
+        ("poetry self update", RD, "self update"), ("poetry check", "none", "check"), ("poetry frobnicate", RW, "unknown verb"),
+        ]:
+    c("poetry", line, exp, note)
+for line, exp, note in [
+        ("twine upload dist/*", WR, "upload"), ("twine upload -r testpypi dist/*", WR, "upload to a named repository"),
+        ("twine upload --repository-url https://up.test/legacy/ dist/*", WR, "upload URL"),
+        ("python -m twine upload dist/*", WR, "python -m twine"), ("python3 -m twine check dist/*", "none", "check"),
+        ("twine check dist/*", "none", "check"), ("twine frobnicate", RW, "unknown verb"),
+        ]:
+    c("twine", line, exp, note)
+for line, exp, note in [
+        ("hatch publish", WR, "publish"), ("hatch build", RD, "build installs build dependencies"),
+        ("hatch run test", RD, "run installs the environment"), ("hatch version", "none", "version"),
+        ("flit publish", WR, "publish"), ("flit build", "none", "build"), ("flit install", RD, "install"),
+        ("python -m build", RD, "python -m build installs build dependencies"),
+        ("python -m build --no-isolation", "none", "no isolation: nothing fetched"),
+        ]:
+    c("hatch-flit-build", line, exp, note)
+for line, exp, note in [
+        ("cargo install ripgrep", RD, "install"), ("cargo fetch", RD, "fetch"), ("cargo add serde", RD, "add"),
+        ("cargo update", RD, "update"), ("cargo search tokio", RD, "search"), ("cargo +nightly install x", RD, "toolchain"),
+        ("cargo publish", WR, "publish"), ("cargo publish --dry-run", WR, "publish --dry-run still talks to the registry"),
+        ("cargo yank --version 1.0.1", WR, "yank"), ("cargo owner --add alice", WR, "owner"),
+        ("cargo build --release", "none", "build"), ("cargo test", "none", "test"), ("cargo run", "none", "run"),
+        ("cargo clippy -- -D warnings", "none", "clippy"), ("cargo fmt --check", "none", "fmt"),
+        ("cargo install --offline x", "none", "offline"), ("cargo frobnicate", RW, "unknown subcommand (a cargo-X plugin)"),
+        ]:
+    c("cargo", line, exp, note)
+for line, exp, note in [
+        ("go get github.com/o/r@v1.2.3", RD, "get"), ("go install golang.org/x/tools/gopls@latest", RD, "install"),
+        ("go mod download", RD, "mod download"), ("go mod tidy", RD, "mod tidy fetches what is missing"),
+        ("go mod init example.test/m", "none", "mod init"), ("go build ./...", "none", "build"),
+        ("go test ./...", "none", "test"), ("go vet ./...", "none", "vet"), ("go run .", "none", "run a local package"),
+        ("go run example.test/cmd/x@latest", RD, "run MODULE@VERSION fetches"),
+        ("GOPROXY=https://goproxy.test go mod download", RD, "proxy from the environment"),
+        ("GOPROXY=off go get x.test/m", "none", "no proxy: nothing fetched"), ("go frobnicate", RW, "unknown verb"),
+        ]:
+    c("go", line, exp, note)
+for line, exp, note in [
+        ("gem install rails", RD, "install"), ("gem update --system", RD, "update"), ("gem fetch x", RD, "fetch"),
+        ("gem push pkg-1.0.gem", WR, "push"), ("gem yank pkg -v 1.0", WR, "yank"), ("gem owner pkg -a a@b.test", WR, "owner"),
+        ("gem signin", WR, "signin"), ("gem list", "none", "list"), ("gem list --remote rails", RD, "list --remote"),
+        ("gem build x.gemspec", "none", "build"), ("gem env", "none", "env"),
+        ("gem install x --source https://gems.mirror.test", RD, "--source"), ("gem frobnicate", RW, "unknown verb"),
+        ("bundle", RD, "bundle alone installs"), ("bundle install", RD, "install"), ("bundle update rails", RD, "update"),
+        ("bundle add x", RD, "add"), ("bundle exec rspec", "none", "exec runs a local program"),
+        ("bundle exec git push", "git:push", "exec runs the command"), ("bundle check", "none", "check"),
+        ("bundle config set path vendor", "none", "config"), ("bundle frobnicate", RW, "unknown verb"),
+        ]:
+    c("gem-bundle", line, exp, note)
+for line, exp, note in [
+        ("composer install", RD, "install"), ("composer require monolog/monolog", RD, "require"),
+        ("composer update", RD, "update"), ("composer create-project laravel/laravel app", RD, "create-project"),
+        ("composer dump-autoload", "none", "dump-autoload"), ("composer validate", "none", "validate"),
+        ("composer run-script test", "none", "scripts"), ("composer global require x", RD, "global require"),
+        ("composer show", "none", "show installed"), ("composer show --all x", RD, "show --all asks the repository"),
+        ("composer exec phpunit", "none", "exec runs a vendor binary"), ("composer frobnicate", RW, "unknown verb"),
+        ]:
+    c("composer", line, exp, note)
+for line, exp, note in [
+        ("apt-get install -y curl", RD, "install"), ("sudo apt-get update", RD, "update"),
+        ("apt update && apt upgrade -y", RD, "update and upgrade"), ("apt-get -y install --no-install-recommends x", RD, "flags"),
+        ("apt-get -s install x", "none", "simulate"), ("apt-get remove x", "none", "remove"), ("apt list --installed", "none", "list"),
+        ("apt-cache policy x", "none", "apt-cache is local"), ("aptitude install x", RD, "aptitude"),
+        ("apt-get frobnicate", RW, "unknown verb"),
+        ("dnf install -y git", RD, "dnf install"), ("yum update", RD, "yum update"), ("dnf remove x", "none", "dnf remove"),
+        ("microdnf install x", RD, "microdnf"), ("dnf -C list installed", "none", "cache only"),
+        ("apk add --no-cache curl", RD, "apk add"), ("apk update", RD, "apk update"), ("apk del x", "none", "apk del"),
+        ("apk info", "none", "apk info"),
+        ("brew install jq", RD, "brew install"), ("brew upgrade", RD, "brew upgrade"), ("brew update", RD, "brew update"),
+        ("brew list", "none", "brew list"), ("brew uninstall jq", "none", "brew uninstall"),
+        ("brew bundle", RD, "brew bundle installs"), ("brew bundle check", "none", "brew bundle check"),
+        ("brew bump-formula-pr x", WR, "opens a pull request"), ("brew frobnicate", RW, "unknown verb"),
+        ]:
+    c("system", line, exp, note)
+for line, exp, note in [
+        ("docker pull ubuntu:24.04", RD, "pull"), ("docker pull ghcr.test/o/app:1", RD, "pull from a named registry"),
+        ("docker image pull alpine", RD, "image pull"), ("docker push registry.test/app:latest", WR, "push"),
+        ("docker image push registry.test/app", WR, "image push"), ("docker login", WR, "login"),
+        ("docker login registry.test -u me --password-stdin", WR, "login to a registry"),
+        ("docker logout", "none", "logout"), ("docker ps", "none", "ps"), ("docker ps -a", "none", "ps -a"),
+        ("docker images", "none", "images"), ("docker logs -f web", "none", "logs"), ("docker exec -it web sh", "none", "exec"),
+        ("docker stop web", "none", "stop"), ("docker rm -f web", "none", "rm"), ("docker inspect web", "none", "inspect"),
+        ("docker tag app registry.test/app", "none", "tag"),
+        ("docker run --rm -it -v $PWD:/w -w /w node:20 npm test", RD, "run pulls a missing image"),
+        ("docker container run alpine true", RD, "container run"), ("docker build -t app .", RD, "build pulls base images"),
+        ("docker buildx build --push -t registry.test/app .", RW, "buildx build --push"),
+        ("docker compose up -d", RD, "compose up pulls"), ("docker compose pull", RD, "compose pull"),
+        ("docker compose push", WR, "compose push"), ("docker compose logs -f", "none", "compose logs"),
+        ("docker compose down", "none", "compose down"), ("docker -H tcp://d.test:2376 ps", RW, "a remote daemon"),
+        ("docker search nginx", RD, "search"), ("docker frobnicate", RW, "unknown verb"),
+        ("podman pull quay.test/o/x", RD, "podman pull"), ("podman push x", WR, "podman push"),
+        ("podman login quay.test", WR, "podman login"), ("podman ps", "none", "podman ps"),
+        ("nerdctl pull alpine", RD, "nerdctl pull"),
+        ("buildah pull alpine", RD, "buildah pull"), ("buildah bud -t x .", RD, "buildah bud"),
+        ("buildah push x docker://registry.test/x", WR, "buildah push"), ("buildah images", "none", "buildah images"),
+        ("skopeo inspect docker://quay.test/o/x", RD, "skopeo inspect"),
+        ("skopeo copy docker://a.test/x:1 docker://b.test/x:1", RW, "skopeo copy between registries"),
+        ("skopeo copy docker://a.test/x:1 oci:/tmp/x", RD, "skopeo copy to a local layout"),
+        ("skopeo delete docker://a.test/x:1", WR, "skopeo delete"), ("skopeo login a.test", WR, "skopeo login"),
+        ("helm install web ./chart", RW, "helm install writes to the cluster"), ("helm upgrade --install web repo/web", RW, "helm upgrade"),
+        ("helm pull repo/web", RD, "helm pull"), ("helm push web-1.0.tgz oci://registry.test/charts", WR, "helm push"),
+        ("helm repo add bitnami https://charts.test/bitnami", RD, "helm repo add"), ("helm repo update", RD, "helm repo update"),
+        ("helm repo list", "none", "helm repo list"), ("helm list -A", RD, "helm list reads the cluster"),
+        ("helm template web ./chart", "none", "helm template"), ("helm lint ./chart", "none", "helm lint"),
+        ("helm uninstall web", WR, "helm uninstall"), ("helm registry login registry.test", WR, "helm registry login"),
+        ("helm frobnicate", RW, "unknown verb"),
+        ]:
+    c("containers", line, exp, note)
+
+# ---- cloud and cluster clients (item 4) ----------------------------------------------------
+c = table("cloud.tsv")
+for line, exp, note in [
+        ("aws s3 ls", RD, "ls"), ("aws s3 ls s3://bucket/prefix/", RD, "ls a prefix"),
+        ("aws s3 cp report.csv s3://bucket/reports/", WR, "cp upload"), ("aws s3 cp s3://bucket/a.txt .", RD, "cp download"),
+        ("aws s3 cp s3://a/x s3://b/x", RW, "cp between buckets"), ("aws s3 cp - s3://b/x", WR, "cp from standard input"),
+        ("aws s3 mv s3://b/x ./x", RW, "mv download deletes the source"), ("aws s3 mv ./x s3://b/x", WR, "mv upload"),
+        ("aws s3 sync ./dist s3://site/", WR, "sync upload"), ("aws s3 sync s3://site/ ./backup", RD, "sync download"),
+        ("aws s3 sync s3://a/ s3://b/ --delete", RW, "sync between buckets"),
+        ("aws s3 cp --recursive --exclude '*.tmp' ./d s3://b/d", WR, "options before the operands"),
+        ("aws s3 rm s3://b/x", WR, "rm"), ("aws s3 mb s3://new", WR, "mb"), ("aws s3 rb s3://old --force", WR, "rb"),
+        ("aws s3 presign s3://b/x", "none", "presign signs locally"),
+        ("aws --profile prod s3 cp s3://b/x .", RD, "a global option first"),
+        ("aws s3 cp \"$SRC\" \"$DST\"", RW, "operands from expansions"),
+        ("aws s3 cp x s3://b/ --endpoint-url https://s3.minio.test", WR, "an endpoint URL"),
+        ("aws ec2 describe-instances", RW, "another service: both"), ("aws sts get-caller-identity", RW, "sts: both"),
+        ("aws s3api put-object --bucket b --key k --body f", RW, "s3api: both"),
+        ("aws configure list", "none", "configure is local"), ("aws --version", "none", "version"), ("aws help", "none", "help"),
+        ("aws $SVC ls", "deny", "service that is not static"),
+        ]:
+    c("aws", line, exp, note)
+for line, exp, note in [
+        ("gsutil ls gs://bucket", RD, "ls"), ("gsutil cp gs://b/x .", RD, "cp download"), ("gsutil cp x gs://b/", WR, "cp upload"),
+        ("gsutil -m cp -r ./d gs://b/d", WR, "-m cp"), ("gsutil -m rsync -r ./d gs://b/d", WR, "rsync upload"),
+        ("gsutil rsync -r gs://b/d ./d", RD, "rsync download"), ("gsutil mv gs://a/x gs://b/x", RW, "mv between buckets"),
+        ("gsutil rm gs://b/x", WR, "rm"), ("gsutil mb gs://new", WR, "mb"), ("gsutil cat gs://b/x", RD, "cat"),
+        ("gsutil acl get gs://b", RD, "acl get"), ("gsutil acl ch -u a@b.test:R gs://b/x", RW, "acl ch"),
+        ("gsutil version", "none", "version"), ("gsutil frobnicate", RW, "unknown verb"),
+        ("gcloud storage cp x gs://b/", WR, "gcloud storage cp upload"), ("gcloud storage cp gs://b/x .", RD, "gcloud storage cp download"),
+        ("gcloud storage ls gs://b", RD, "gcloud storage ls"), ("gcloud storage rm gs://b/x", WR, "gcloud storage rm"),
+        ("gcloud storage buckets create gs://new", WR, "buckets create"), ("gcloud storage buckets list", RD, "buckets list"),
+        ("gcloud compute instances list", RW, "other gcloud groups: both"), ("gcloud config set project p", "none", "config is local"),
+        ("gcloud version", "none", "version"),
+        ]:
+    c("gcloud", line, exp, note)
+for line, exp, note in [
+        ("az storage blob upload -f x -c c -n n", WR, "upload"), ("az storage blob upload-batch -d c -s ./d", WR, "upload-batch"),
+        ("az storage blob download -c c -n n -f x", RD, "download"), ("az storage blob list -c c", RD, "list"),
+        ("az storage blob show -c c -n n", RD, "show"), ("az storage blob delete -c c -n n", WR, "delete"),
+        ("az storage blob copy start --destination-blob x", WR, "copy start"), ("az storage blob url -c c -n n", "none", "url is local"),
+        ("az storage blob frobnicate", RW, "unknown blob verb"), ("az vm list", RW, "other az groups: both"),
+        ("az version", "none", "version"), ("az config set x=y", "none", "config"),
+        ]:
+    c("az", line, exp, note)
+for line, exp, note in [
+        ("kubectl get pods", RD, "get"), ("kubectl get pods -n kube-system -o wide", RD, "get with options"),
+        ("kubectl -n prod get deploy", RD, "a global option first"), ("kubectl describe pod web-0", RD, "describe"),
+        ("kubectl logs -f deploy/web", RD, "logs"), ("kubectl top nodes", RD, "top"), ("kubectl explain pods.spec", RD, "explain"),
+        ("kubectl apply -f k8s/", WR, "apply"), ("kubectl create namespace x", WR, "create"), ("kubectl delete pod web-0", WR, "delete"),
+        ("kubectl patch deploy web -p '{}'", WR, "patch"), ("kubectl edit cm x", WR, "edit"),
+        ("kubectl exec -it web-0 -- sh", WR, "exec"), ("kubectl cp web-0:/tmp/x ./x", WR, "cp"),
+        ("kubectl scale deploy web --replicas=3", WR, "scale"), ("kubectl rollout restart deploy/web", WR, "rollout restart"),
+        ("kubectl rollout status deploy/web", RD, "rollout status only watches"),
+        ("kubectl port-forward svc/web 8080:80", WR, "port-forward"), ("kubectl label pod x a=b", WR, "label"),
+        ("kubectl config use-context prod", "none", "config is local"), ("kubectl config view", "none", "config view"),
+        ("kubectl version --client", "none", "client version"), ("kubectl completion bash", "none", "completion"),
+        ("kubectl --server https://k8s.test:6443 get ns", RD, "a server URL"), ("kubectl diff -f x.yaml", RW, "diff: both"),
+        ("kubectl frobnicate", RW, "unknown verb"), ("kubectl $VERB pods", "deny", "verb that is not static"),
+        ("echo kubectl delete ns prod", "none", "as data"),
+        ]:
+    c("kubectl", line, exp, note)
+
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
