@@ -42,7 +42,9 @@ struct proxy_audit_loop {
 
 static void deny_unavailable(struct proxy_conn *c)
 {
-	proxy_deny(c, 503, "audit-unavailable", "audit.path", AUDIT_DENY_DETAIL);
+	struct proxy_outcome o;
+	proxy_outcome_set(&o, 503, "audit-unavailable", "audit.path", "%s", AUDIT_DENY_DETAIL);
+	proxy_deny(c, &o);
 }
 
 static void notice_cb(void *arg, const char *msg)
@@ -260,17 +262,16 @@ void proxy_audit_wait(struct proxy_conn *c, uint64_t seq, void (*next)(struct pr
 		return;
 	}
 	/* Held: neither side is read, so no byte moves and no event of either side runs; the
-	 * connection's own timer would take CONNECTING for a connect timeout.  next() sets up
-	 * reading, the state and the timer again. */
-	proxy_conn_set_state(c, PROXY_CS_CONNECTING);
-	evtimer_del(c->timer);
+	 * client half waits (no deadline of its own: the hold has one).  next() sets up reading,
+	 * the states and the timer again. */
+	proxy_client_set(c, PROXY_CLIENT_WAIT);
 	if (c->client.bev != NULL)
 		bufferevent_disable(c->client.bev, EV_READ);
 	if (c->up.bev != NULL)
 		bufferevent_disable(c->up.bev, EV_READ);
 	c->hold.seq = seq;
 	c->hold.next = next;
-	c->hold.deadline_ms = proxy_now_ms() + c->gen->cfg->limits.connect_timeout_ms;
+	c->hold.deadline_ms = proxy_now_ms() + c->srv->gen->cfg->limits.connect_timeout_ms;
 	c->hold.nextc = NULL;
 	c->hold.prev = al->held_tail;
 	if (al->held_tail != NULL)

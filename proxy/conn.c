@@ -1,5 +1,5 @@
-/* Connections: accept, the two halves' callbacks, timers, upstream connect, and the one close
- * function every path ends in.  See docs/connection.md. */
+/* Connections: accept, the two halves and their states, the timer, the upstream dial, and the
+ * one close function every path ends in.  See docs/connection.md. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,26 +16,68 @@
 #include "audit/audit.h"
 #include "proxy/proxy.h"
 
-static const char *const state_names[] = {
-	[PROXY_CS_HEAD] = "head",
-	[PROXY_CS_RESOLVING] = "resolving",
-	[PROXY_CS_CONNECTING] = "connecting",
-	[PROXY_CS_FORWARD] = "forward",
-	[PROXY_CS_PEEK] = "peek",
-	[PROXY_CS_TUNNEL] = "tunnel",
-	[PROXY_CS_CLOSING] = "closing",
+/* ---- states ---- */
+
+static const char *const client_names[] = {
+        [PROXY_CLIENT_REQUEST] = "request",
+        [PROXY_CLIENT_WAIT] = "wait",
+        [PROXY_CLIENT_FORWARD] = "forward",
+        [PROXY_CLIENT_PEEK] = "peek",
+        [PROXY_CLIENT_TUNNEL] = "tunnel",
+        [PROXY_CLIENT_ANSWER] = "answer",
+        [PROXY_CLIENT_CLOSED] = "closed",
 };
 
-/* Every state change goes through here, so a debug build can trace transitions. */
-void proxy_conn_set_state(struct proxy_conn *c, enum proxy_conn_state st)
+static const char *const up_names[] = {
+        [PROXY_UP_NONE] = "none",
+        [PROXY_UP_RESOLVING] = "resolving",
+        [PROXY_UP_CONNECTING] = "connecting",
+        [PROXY_UP_IDLE] = "idle",
+        [PROXY_UP_ACTIVE] = "active",
+};
+
+/* Every change of the client half goes through here: it sets the deadline the state implies
+ * and re-arms the timer, so that no caller has to remember either. */
+void proxy_client_set(struct proxy_conn *c, enum proxy_client_state st)
 {
 #ifdef EGRESSD_TRACE
-	fprintf(stderr, "conn %llu: %s -> %s\n", (unsigned long long)c->id, state_names[c->state],
-		state_names[st]);
+	fprintf(stderr, "conn %llu: client %s -> %s\n", (unsigned long long)c->id,
+	        client_names[c->client.state], client_names[st]);
 #else
-	(void)state_names;
+	(void)client_names;
 #endif
-	c->state = st;
+	if (c->client.state == PROXY_CLIENT_CLOSED)
+		return;
+	const struct allow_global_limits *lim = &c->srv->gen->cfg->limits;
+	uint64_t now = proxy_now_ms();
+	c->client.state = st;
+	c->client.deadline_ms = 0;
+	if (st == PROXY_CLIENT_REQUEST)
+		c->client.deadline_ms =
+		        now + (c->requests > 0 ? lim->idle_timeout_ms : lim->header_timeout_ms);
+	else if (st == PROXY_CLIENT_ANSWER)
+		c->client.deadline_ms = now + 10000; /* to write the answer; then it lingers */
+	if (st == PROXY_CLIENT_FORWARD || st == PROXY_CLIENT_PEEK || st == PROXY_CLIENT_TUNNEL)
+		c->last_active_ms = now;
+	if (st != PROXY_CLIENT_CLOSED)
+		proxy_conn_rearm(c);
+}
+
+/* The same for the upstream half. */
+void proxy_up_set(struct proxy_conn *c, enum proxy_up_state st)
+{
+#ifdef EGRESSD_TRACE
+	fprintf(stderr, "conn %llu: up %s -> %s\n", (unsigned long long)c->id, up_names[c->up.state],
+	        up_names[st]);
+#else
+	(void)up_names;
+#endif
+	c->up.state = st;
+	c->up.deadline_ms = 0;
+	if (st == PROXY_UP_CONNECTING)
+		c->up.deadline_ms = proxy_now_ms() + c->srv->gen->cfg->limits.connect_timeout_ms;
+	if (!proxy_conn_closed(c))
+		proxy_conn_rearm(c);
 }
 
 void proxy_conn_touch(struct proxy_conn *c)
@@ -43,12 +85,55 @@ void proxy_conn_touch(struct proxy_conn *c)
 	c->last_active_ms = proxy_now_ms();
 }
 
-void proxy_conn_arm_timer(struct proxy_conn *c, uint64_t ms)
+static int carrying(const struct proxy_conn *c)
 {
-	c->deadline_ms = proxy_now_ms() + ms;
+	return c->client.state == PROXY_CLIENT_FORWARD || c->client.state == PROXY_CLIENT_PEEK ||
+	       c->client.state == PROXY_CLIENT_TUNNEL;
+}
+
+/* The nearest deadline: the client's (a head, an answer), the upstream's connect, the idle
+ * timeout of a connection that carries bytes, and the session's expiry, which ends what a
+ * connection carries (docs/design.md 4.4). */
+static uint64_t next_deadline(const struct proxy_conn *c)
+{
+	uint64_t d = UINT64_MAX;
+	if (c->client.deadline_ms != 0)
+		d = c->client.deadline_ms;
+	if (c->up.deadline_ms != 0 && c->up.deadline_ms < d)
+		d = c->up.deadline_ms;
+	if (carrying(c)) {
+		uint64_t idle = c->last_active_ms + c->srv->gen->cfg->limits.idle_timeout_ms;
+		if (idle < d)
+			d = idle;
+		if (c->session != NULL) {
+			uint64_t e = proxy_session_expiry(c->session);
+			if (e < d)
+				d = e;
+		}
+	}
+	return d;
+}
+
+void proxy_conn_rearm(struct proxy_conn *c)
+{
+	if (c->timer == NULL)
+		return;
+	uint64_t d = next_deadline(c);
+	if (d == c->timer_at)
+		return;
+	if (d == UINT64_MAX) {
+		evtimer_del(c->timer);
+		c->timer_at = 0;
+		return;
+	}
+	uint64_t now = proxy_now_ms();
+	uint64_t ms = d > now ? d - now : 0;
 	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
 	evtimer_add(c->timer, &tv);
+	c->timer_at = d;
 }
+
+/* ---- small helpers ---- */
 
 /* libevent reads and writes 16 KiB at a time by default; bulk transfers want fewer, larger
  * system calls.  Buffers still grow only as data arrives. */
@@ -75,68 +160,120 @@ void proxy_flush(struct bufferevent *bev)
 		bufferevent_enable(bev, EV_WRITE);
 }
 
-static void set_nodelay(evutil_socket_t fd)
+void proxy_count(struct proxy_conn *c, uint64_t out, uint64_t in)
 {
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	c->bytes_out += out;
+	c->bytes_in += in;
+	if (c->session != NULL) {
+		c->session->bytes_out += out;
+		c->session->bytes_in += in;
+	}
 }
 
-static void free_upstream(struct proxy_conn *c)
+uint64_t proxy_conn_room(const struct proxy_conn *c, int out)
 {
+	return c->session != NULL ? proxy_session_room(c->session, out) : UINT64_MAX;
+}
+
+void proxy_format_addr(const struct dns_addr *a, uint16_t port, char *buf, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(a->family, a->addr, ip, sizeof ip);
+	if (a->family == AF_INET6)
+		snprintf(buf, cap, "[%s]:%u", ip, port);
+	else
+		snprintf(buf, cap, "%s:%u", ip, port);
+}
+
+void proxy_request_clear(struct proxy_request *rq)
+{
+	free(rq->path);
+	free(rq->rule);
+	if (rq->pass != NULL)
+		explicit_bzero(rq->pass, rq->pass_len);
+	free(rq->user);
+	free(rq->pass);
+	memset(rq, 0, sizeof *rq);
+}
+
+/* ---- close ---- */
+
+void proxy_up_drop(struct proxy_conn *c)
+{
+	if (c->up.dnsq != NULL) {
+		dns_query_cancel(c->up.dnsq);
+		c->up.dnsq = NULL;
+	}
 	if (c->up.bev != NULL) {
 		bufferevent_free(c->up.bev);
 		c->up.bev = NULL;
+		c->srv->nsockets--;
 	}
+	free(c->up.addrs);
+	c->up.addrs = NULL;
+	c->up.naddrs = c->up.next = 0;
+	free(c->up.key);
+	c->up.key = NULL;
 	c->up.eof = 0;
-	c->up.shut = 0;
-	c->up_idle = 0;
-	free(c->up_key);
-	c->up_key = NULL;
+	c->up.addr_text[0] = '\0';
+	proxy_up_set(c, PROXY_UP_NONE);
 }
 
-/* The one way a connection ends: cancels what is pending, frees both halves, and writes the close
- * record.  `end` says why (client-closed, upstream-closed, idle-timeout, header-timeout, denied,
- * error, shutdown, limit-bytes, complete). */
 void proxy_conn_close(struct proxy_conn *c, const char *end)
 {
+	if (proxy_conn_closed(c))
+		return;
 	struct proxy_server *srv = c->srv;
-	if (c->dnsq != NULL) {
-		dns_query_cancel(c->dnsq);
-		c->dnsq = NULL;
-	}
-	if (c->end == NULL)
-		c->end = end;
+	c->end = end;
 	proxy_audit_wait_cancel(c);
 	struct audit_rec r;
 	audit_rec_init(&r);
 	r.event = "close";
 	r.conn = c->id;
-	r.front = c->is_connect ? "connect" : "http";
-	r.session = c->session ? c->session->cfg->name : NULL;
+	r.front = c->rq.front != NULL ? c->rq.front : c->front->name;
+	r.session = c->session ? c->session->name : NULL;
 	r.client = c->client_text;
 	r.bytes_out = (int64_t)c->bytes_out;
 	r.bytes_in = (int64_t)c->bytes_in;
 	r.duration_ms = (int64_t)(proxy_now_ms() - c->start_ms);
-	r.end = c->end;
+	r.end = end;
 	/* Kept while the log cannot take it; a failure is said once by the log's notice. */
 	audit_write(srv->audit, &r, AUDIT_EVENT);
 
+	c->client.state = PROXY_CLIENT_CLOSED;
 	proxy_splice_free(c);
 	proxy_body_splice_free(c);
-	if (c->client.bev != NULL)
+	proxy_tunnel_free(c);
+	if (c->client.bev != NULL) {
 		bufferevent_free(c->client.bev);
-	if (c->state == PROXY_CS_HEAD)
+		c->client.bev = NULL;
+		srv->nsockets--;
+	}
+	if (c->up.state == PROXY_UP_IDLE && c->up.key != NULL && c->up.bev != NULL)
 		proxy_pool_put(c);
-	free_upstream(c);
-	if (c->timer != NULL)
+	proxy_up_drop(c);
+	proxy_fwd_free(c);
+	if (c->front != NULL && c->front->release != NULL)
+		c->front->release(c);
+	if (c->timer != NULL) {
 		event_free(c->timer);
-	proxy_head_free(&c->req);
-	proxy_head_free(&c->resp);
-	free(c->path);
-	free(c->rule);
-	free(c->addrs);
-	if (c->session_counted)
-		proxy_session_live(c->session)->active--;
+		c->timer = NULL;
+	}
+	proxy_request_clear(&c->rq);
+	if (c->gen != NULL) {
+		proxy_gen_release(c->gen);
+		c->gen = NULL;
+	}
+	if (c->source_counted) {
+		proxy_source_del(srv, &c->peer);
+		c->source_counted = 0;
+	}
+	if (c->session != NULL) {
+		if (c->session_counted)
+			c->session->active--;
+		proxy_session_release(srv, c->session);
+		c->session = NULL;
+	}
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -144,55 +281,85 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	srv->nconns--;
-	proxy_gen_release(c->gen);
-	free(c);
-	proxy_server_conn_gone(srv);
+	c->prev = NULL;
+	c->next = srv->dead;
+	srv->dead = c;
+	event_active(srv->reap, EV_TIMEOUT, 0);
 }
 
-/* Closes once the client's output has been written (after a last answer). */
+/* The answer's bytes are out: shut the sending side and keep reading (and dropping) for a
+ * while, so that a client still sending its request reads the answer instead of a reset. */
+static void linger(struct proxy_conn *c)
+{
+	struct bufferevent *bev = c->client.bev;
+	if (c->client.eof) {
+		proxy_conn_close(c, c->end);
+		return;
+	}
+	shutdown(bufferevent_getfd(bev), SHUT_WR);
+	bufferevent_disable(bev, EV_WRITE);
+	bufferevent_setwatermark(bev, EV_READ, 0, 0);
+	bufferevent_enable(bev, EV_READ);
+	c->client.deadline_ms = proxy_now_ms() + PROXY_LINGER_MS;
+	proxy_conn_rearm(c);
+}
+
 void proxy_conn_finish(struct proxy_conn *c, const char *end)
 {
-	if (c->end == NULL)
-		c->end = end;
-	free_upstream(c);
-	proxy_conn_set_state(c, PROXY_CS_CLOSING);
-	if (c->client.bev != NULL)
-		proxy_flush(c->client.bev);
-	if (c->client.bev == NULL || evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0) {
+	if (proxy_conn_closed(c))
+		return;
+	proxy_body_splice_free(c);
+	proxy_up_drop(c);
+	if (c->client.bev == NULL) {
 		proxy_conn_close(c, end);
 		return;
 	}
-	bufferevent_setwatermark(c->client.bev, EV_WRITE, 0, 0);
-	bufferevent_enable(c->client.bev, EV_WRITE);
+	c->end = end;
+	proxy_client_set(c, PROXY_CLIENT_ANSWER);
+	struct bufferevent *bev = c->client.bev;
+	evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+	proxy_flush(bev);
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		linger(c);
+		return;
+	}
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	bufferevent_enable(bev, EV_WRITE);
 	/* Keep reading so that a client closing early is noticed; what it sends is dropped. */
-	bufferevent_enable(c->client.bev, EV_READ);
-	proxy_conn_arm_timer(c, 10000);
+	bufferevent_setwatermark(bev, EV_READ, 0, 0);
+	bufferevent_enable(bev, EV_READ);
 }
 
-/* ---- client half ---- */
+/* ---- client half callbacks ---- */
 
 static void client_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn *c = arg;
-	switch (c->state) {
-	case PROXY_CS_HEAD:
-	case PROXY_CS_FORWARD:
+	struct evbuffer *in = bufferevent_get_input(bev);
+	switch (c->client.state) {
+	case PROXY_CLIENT_REQUEST:
 		proxy_conn_touch(c);
-		proxy_http_client_read(c);
+		if (c->fwd != NULL)
+			proxy_fwd_client_read(c);
+		else
+			c->front->read(c);
 		break;
-	case PROXY_CS_TUNNEL:
+	case PROXY_CLIENT_FORWARD:
 		proxy_conn_touch(c);
-		proxy_relay_read(c, &c->client);
+		proxy_fwd_client_read(c);
 		break;
-	case PROXY_CS_PEEK:
+	case PROXY_CLIENT_PEEK:
 		proxy_conn_touch(c);
-		proxy_peek_read(c);
+		proxy_tunnel_client_read(c);
 		break;
-	case PROXY_CS_CLOSING:
-		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+	case PROXY_CLIENT_ANSWER:
+		c->client.linger_bytes += evbuffer_get_length(in);
+		evbuffer_drain(in, evbuffer_get_length(in));
+		if (c->client.linger_bytes > PROXY_LINGER_BYTES)
+			proxy_conn_close(c, c->end);
 		break;
 	default:
-		/* Resolving or connecting: what came waits in the buffer, which the read watermark
+		/* Waiting for the pipeline: what came waits in the buffer, which the read watermark
 		 * caps. */
 		break;
 	}
@@ -201,25 +368,28 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 static void client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn *c = arg;
-	switch (c->state) {
-	case PROXY_CS_CLOSING:
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			proxy_conn_close(c, c->end ? c->end : "client-closed");
+	int empty = evbuffer_get_length(bufferevent_get_output(bev)) == 0;
+	switch (c->client.state) {
+	case PROXY_CLIENT_ANSWER:
+		if (empty)
+			linger(c);
 		break;
-	case PROXY_CS_TUNNEL:
-		proxy_relay_drained(c, &c->client);
-		break;
-	case PROXY_CS_FORWARD:
-		/* The response backlog drained: read the upstream again (unless a spliced body is
-		 * reading it).  A client that keeps taking bytes is not idle. */
+	case PROXY_CLIENT_FORWARD:
+		/* A client that keeps taking bytes is not idle. */
 		proxy_conn_touch(c);
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		if (empty)
 			bufferevent_disable(bev, EV_WRITE);
-		if (c->up.bev != NULL && !c->up.eof && c->body == NULL)
+		proxy_fwd_client_drained(c);
+		break;
+	case PROXY_CLIENT_PEEK:
+		proxy_conn_touch(c);
+		if (empty)
+			bufferevent_disable(bev, EV_WRITE);
+		if (c->up.bev != NULL && !c->up.eof)
 			bufferevent_enable(c->up.bev, EV_READ);
 		break;
 	default:
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		if (empty)
 			bufferevent_disable(bev, EV_WRITE);
 		break;
 	}
@@ -229,130 +399,153 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
 	struct proxy_conn *c = arg;
-	if (c->state == PROXY_CS_TUNNEL) {
-		proxy_relay_event(c, &c->client, what);
+	int eof = (what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR);
+	switch (c->client.state) {
+	case PROXY_CLIENT_ANSWER:
+		/* The client is done: an answer still being written goes out in full first (the
+		 * write callback closes once it has). */
+		if (eof && evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
+			c->client.eof = 1;
+			bufferevent_disable(c->client.bev, EV_READ);
+			return;
+		}
+		proxy_conn_close(c, c->end);
 		return;
+	case PROXY_CLIENT_WAIT:
+		/* A client may half-close once its request is sent (HTTP/1.1 allows it; nc and
+		 * scripts do it): a request without a body still gets its answer. */
+		if (eof && !c->rq.tunnel && c->fwd != NULL && proxy_fwd_request_sent(c)) {
+			c->client.eof = 1;
+			bufferevent_disable(c->client.bev, EV_READ);
+			return;
+		}
+		break;
+	case PROXY_CLIENT_FORWARD:
+		if (eof && proxy_fwd_request_sent(c)) {
+			c->client.eof = 1;
+			bufferevent_disable(c->client.bev, EV_READ);
+			proxy_fwd_client_read(c);
+			return;
+		}
+		break;
+	case PROXY_CLIENT_REQUEST:
+		/* Pipelined requests already in the buffer are still answered (forward.c). */
+		if (eof && c->fwd != NULL &&
+		        evbuffer_get_length(bufferevent_get_input(c->client.bev)) > 0) {
+			c->client.eof = 1;
+			bufferevent_disable(c->client.bev, EV_READ);
+			proxy_fwd_client_read(c);
+			return;
+		}
+		break;
+	case PROXY_CLIENT_PEEK:
+		if (eof) {
+			c->client.eof = 1;
+			bufferevent_disable(c->client.bev, EV_READ);
+			proxy_tunnel_client_read(c);
+			return;
+		}
+		break;
+	default:
+		break;
 	}
-	/* A client may half-close once its request is sent (HTTP/1.1 allows it; nc and scripts do
-	 * it): the answer still goes back, then the connection closes.  Only a plain request that
-	 * is past its head; a body cut short by the close still ends the connection. */
-	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !c->is_connect &&
-		(((c->state == PROXY_CS_RESOLVING || c->state == PROXY_CS_CONNECTING) &&
-			 !proxy_http_request_has_body(c)) ||
-			(c->state == PROXY_CS_FORWARD && c->req.msg_complete))) {
-		c->client.eof = 1;
-		return;
-	}
-	/* Likewise, a last answer still being written goes out in full (client_write_cb closes
-	 * once it has; the CLOSING timer bounds the wait). */
-	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && c->state == PROXY_CS_CLOSING &&
-		evbuffer_get_length(bufferevent_get_output(c->client.bev)) > 0) {
-		c->client.eof = 1;
-		return;
-	}
-	if (what & BEV_EVENT_ERROR)
-		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "error");
-	else
-		proxy_conn_close(c, c->state == PROXY_CS_CLOSING && c->end ? c->end : "client-closed");
+	proxy_conn_close(c, (what & BEV_EVENT_ERROR) ? "error" : "client-closed");
 }
 
-/* ---- upstream half ---- */
+/* ---- upstream half callbacks ---- */
+
+/* An idle kept-alive upstream spoke or ended: a forward proxy's is dropped (the next request
+ * dials again), a tunnel's ends the tunnel. */
+static void idle_upstream_gone(struct proxy_conn *c)
+{
+	if (c->rq.fixed_upstream)
+		proxy_conn_close(c, "upstream-closed");
+	else
+		proxy_up_drop(c);
+}
 
 static void up_read_cb(struct bufferevent *bev, void *arg)
 {
+	(void)bev;
 	struct proxy_conn *c = arg;
-	switch (c->state) {
-	case PROXY_CS_FORWARD:
-		proxy_conn_touch(c);
-		proxy_http_upstream_read(c);
-		break;
-	case PROXY_CS_TUNNEL:
-		proxy_conn_touch(c);
-		proxy_relay_read(c, &c->up);
-		break;
-	case PROXY_CS_PEEK:
-		proxy_conn_touch(c);
-		proxy_peek_upstream(c);
-		break;
-	default:
-		/* An idle kept-alive upstream must not speak: drop it. */
-		(void)bev;
-		free_upstream(c);
-		break;
+	if (c->up.state != PROXY_UP_ACTIVE) {
+		/* An idle kept-alive upstream must not speak. */
+		idle_upstream_gone(c);
+		return;
 	}
+	proxy_conn_touch(c);
+	if (c->client.state == PROXY_CLIENT_PEEK)
+		proxy_tunnel_upstream_read(c);
+	else if (c->fwd != NULL)
+		proxy_fwd_upstream_read(c);
 }
 
 static void up_write_cb(struct bufferevent *bev, void *arg)
 {
-	(void)bev;
 	struct proxy_conn *c = arg;
-	switch (c->state) {
-	case PROXY_CS_TUNNEL:
-		proxy_relay_drained(c, &c->up);
-		break;
-	case PROXY_CS_FORWARD:
-		/* The request body backlog drained: read the client again. */
-		proxy_conn_touch(c);
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			bufferevent_disable(bev, EV_WRITE);
-		proxy_http_upstream_drained(c);
-		break;
-	default:
-		break;
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_disable(bev, EV_WRITE);
+	if (c->up.state != PROXY_UP_ACTIVE)
+		return;
+	proxy_conn_touch(c);
+	if (c->client.state == PROXY_CLIENT_PEEK) {
+		if (c->client.bev != NULL && !c->client.eof)
+			bufferevent_enable(c->client.bev, EV_READ);
+		proxy_tunnel_client_read(c);
+	} else if (c->fwd != NULL) {
+		proxy_fwd_upstream_drained(c);
 	}
 }
 
-static void try_next_address(struct proxy_conn *c, int last_err);
+static void dial_next(struct proxy_conn *c, int last_err);
 static void upstream_ready(struct proxy_conn *c);
 
 static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
 	struct proxy_conn *c = arg;
-	if (c->state == PROXY_CS_CONNECTING) {
+	if (c->up.state == PROXY_UP_CONNECTING) {
 		if (what & BEV_EVENT_CONNECTED) {
 			upstream_ready(c);
 			return;
 		}
 		int err = EVUTIL_SOCKET_ERROR();
-		free_upstream(c);
-		try_next_address(c, err ? err : ECONNREFUSED);
+		bufferevent_free(c->up.bev);
+		c->up.bev = NULL;
+		c->srv->nsockets--;
+		dial_next(c, err ? err : ECONNREFUSED);
 		return;
 	}
-	if (c->state == PROXY_CS_TUNNEL) {
-		proxy_relay_event(c, &c->up, what);
+	if (c->up.state != PROXY_UP_ACTIVE) {
+		idle_upstream_gone(c);
 		return;
 	}
-	if (c->state == PROXY_CS_PEEK) {
-		proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "upstream-closed" : "error");
+	if (!(what & BEV_EVENT_EOF) || (what & BEV_EVENT_ERROR)) {
+		proxy_conn_close(c, "error");
 		return;
 	}
-	if (c->state == PROXY_CS_FORWARD) {
-		if (what & BEV_EVENT_EOF) {
-			c->up.eof = 1;
-			proxy_http_upstream_eof(c);
-		} else {
-			proxy_conn_close(c, "error");
-		}
-		return;
-	}
-	/* Idle upstream closed or failed: forget it. */
-	free_upstream(c);
+	c->up.eof = 1;
+	bufferevent_disable(c->up.bev, EV_READ);
+	if (c->client.state == PROXY_CLIENT_PEEK)
+		proxy_tunnel_upstream_read(c);
+	else if (c->fwd != NULL)
+		proxy_fwd_upstream_eof(c);
+	else
+		proxy_conn_close(c, "upstream-closed");
 }
 
-void proxy_conn_adopt_upstream(struct proxy_conn *c, struct bufferevent *bev, const char *key)
+void proxy_conn_adopt_upstream(struct proxy_conn *c)
 {
-	free_upstream(c);
-	c->up.bev = bev;
-	c->up_key = strdup(key);
-	c->up_idle = 1;
-	bufferevent_setcb(bev, up_read_cb, up_write_cb, up_event_cb, c);
-	bufferevent_disable(bev, EV_WRITE);
-	bufferevent_enable(bev, EV_READ);
+	bufferevent_setcb(c->up.bev, up_read_cb, up_write_cb, up_event_cb, c);
+	bufferevent_disable(c->up.bev, EV_WRITE);
+	bufferevent_enable(c->up.bev, EV_READ);
+	proxy_up_set(c, PROXY_UP_IDLE);
 }
+
+/* ---- dialling ---- */
 
 static void sockaddr_from(const struct dns_addr *a, uint16_t port, struct sockaddr_storage *ss,
-	socklen_t *len)
+        socklen_t *len)
 {
 	memset(ss, 0, sizeof *ss);
 	if (a->family == AF_INET) {
@@ -370,33 +563,29 @@ static void sockaddr_from(const struct dns_addr *a, uint16_t port, struct sockad
 	}
 }
 
-void proxy_format_addr(const struct dns_addr *a, uint16_t port, char *buf, size_t cap)
+static void set_nodelay(evutil_socket_t fd)
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
-	inet_ntop(a->family, a->addr, ip, sizeof ip);
-	if (a->family == AF_INET6)
-		snprintf(buf, cap, "[%s]:%u", ip, port);
-	else
-		snprintf(buf, cap, "%s:%u", ip, port);
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 /* The upstream is connected: from here it is written through (proxy_flush). */
 static void upstream_ready(struct proxy_conn *c)
 {
-	evtimer_del(c->timer);
 	set_nodelay(bufferevent_getfd(c->up.bev));
 	bufferevent_disable(c->up.bev, EV_WRITE);
+	free(c->up.addrs);
+	c->up.addrs = NULL;
+	proxy_up_set(c, PROXY_UP_ACTIVE);
 	proxy_conn_touch(c);
-	proxy_conn_arm_timer(c, c->gen->cfg->limits.idle_timeout_ms);
-	proxy_conn_upstream_connected(c);
+	proxy_pipeline_connected(c);
 }
 
 /* Starts a non-blocking connect to ss: 1 when it completed at once, 0 when it is in progress
- * (then bev waits for it), -1 with errno when it failed.  A loopback or same-host connect is
- * usually complete by the time connect() returns EINPROGRESS: the handshake ran in the kernel
- * during the call.  Asking again (a second connect() on the socket returns 0 once it is
- * established, EALREADY while it is not) saves a loop turn and three system calls on every such
- * connection, for one extra call on the others. */
+ * (then the bufferevent waits for it), -1 with errno when it failed.  A loopback or same-host
+ * connect is usually complete by the time connect() returns EINPROGRESS: asking again (a second
+ * connect() returns 0 once established, EALREADY while not) saves a loop turn and three system
+ * calls on every such connection, for one extra call on the others. */
 static int dial(struct proxy_conn *c, const struct sockaddr_storage *ss, socklen_t len)
 {
 	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -424,55 +613,61 @@ static int dial(struct proxy_conn *c, const struct sockaddr_storage *ss, socklen
 		errno = ENOMEM;
 		return -1;
 	}
+	c->srv->nsockets++;
 	proxy_bev_tune(c->up.bev);
 	bufferevent_setcb(c->up.bev, up_read_cb, up_write_cb, up_event_cb, c);
 	if (done)
 		return 1;
 	/* No address: libevent takes the socket as connecting and reports when it is done. */
 	if (bufferevent_socket_connect(c->up.bev, NULL, 0) == -1) {
-		free_upstream(c);
+		bufferevent_free(c->up.bev);
+		c->up.bev = NULL;
+		c->srv->nsockets--;
 		errno = ECONNREFUSED;
 		return -1;
 	}
 	return 0;
 }
 
-static void try_next_address(struct proxy_conn *c, int last_err)
+static void dial_next(struct proxy_conn *c, int last_err)
 {
-	while (c->addr_next < c->naddrs) {
-		const struct dns_addr *a = &c->addrs[c->addr_next++];
+	while (c->up.next < c->up.naddrs) {
+		const struct dns_addr *a = &c->up.addrs[c->up.next++];
 		struct sockaddr_storage ss;
 		socklen_t len;
-		sockaddr_from(a, c->dest.port, &ss, &len);
-		proxy_format_addr(a, c->dest.port, c->addr_text, sizeof c->addr_text);
+		sockaddr_from(a, c->rq.dest.port, &ss, &len);
+		c->up.addr = *a;
+		c->up.port = c->rq.dest.port;
+		proxy_format_addr(a, c->rq.dest.port, c->up.addr_text, sizeof c->up.addr_text);
 		int r = dial(c, &ss, len);
 		if (r == -1) {
 			last_err = errno;
 			continue;
 		}
-		proxy_conn_set_state(c, PROXY_CS_CONNECTING);
 		if (r == 1) {
 			upstream_ready(c);
 			return;
 		}
-		proxy_conn_arm_timer(c, c->gen->cfg->limits.connect_timeout_ms);
+		proxy_up_set(c, PROXY_UP_CONNECTING);
 		return;
 	}
-	char rule[400];
-	snprintf(rule, sizeof rule, "connect %s: %s", c->addr_text[0] ? c->addr_text : c->dest.host,
-		strerror(last_err));
-	proxy_deny(c, 502, "upstream-refused", rule,
-		"The destination refused the connection or could not be reached; egressd allowed "
-		"it, so retry later or check that the service is up");
+	struct proxy_outcome o;
+	proxy_outcome_set(&o, 502, "upstream-refused", NULL,
+	        "The destination refused the connection or could not be reached; egressd allowed "
+	        "it, so retry later or check that the service is up");
+	snprintf(o.rule, sizeof o.rule, "connect %s: %s",
+	        c->up.addr_text[0] ? c->up.addr_text : c->rq.dest.host, strerror(last_err));
+	proxy_up_drop(c);
+	proxy_deny(c, &o);
 }
 
-void proxy_conn_start_upstream(struct proxy_conn *c)
+void proxy_up_dial(struct proxy_conn *c)
 {
-	c->addr_next = 0;
-	c->addr_text[0] = '\0';
-	free_upstream(c);
-	try_next_address(c, ECONNREFUSED);
+	c->up.next = 0;
+	dial_next(c, ECONNREFUSED);
 }
+
+/* ---- the timer ---- */
 
 static void timer_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -480,126 +675,171 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct proxy_conn *c = arg;
 	uint64_t now = proxy_now_ms();
-	switch (c->state) {
-	case PROXY_CS_HEAD:
-		if (c->req.bytes == 0 && c->requests > 0) {
+	c->timer_at = 0;
+	if (c->up.state == PROXY_UP_CONNECTING && now >= c->up.deadline_ms) {
+		struct proxy_outcome o;
+		proxy_outcome_set(&o, 504, "upstream-timeout", NULL,
+		        "The destination did not accept the connection within limits.connectTimeout");
+		snprintf(o.rule, sizeof o.rule, "limits.connectTimeout (connect %s)", c->up.addr_text);
+		proxy_up_drop(c);
+		proxy_deny(c, &o);
+		return;
+	}
+	if (carrying(c) && c->session != NULL && now >= proxy_session_expiry(c->session)) {
+		proxy_conn_close(c, "session-expired");
+		return;
+	}
+	switch (c->client.state) {
+	case PROXY_CLIENT_REQUEST:
+		if (now < c->client.deadline_ms)
+			break;
+		if (c->fwd != NULL) {
+			proxy_fwd_client_read(c); /* it sees the deadline passed (forward.c) */
+			return;
+		}
+		proxy_conn_close(c, "header-timeout");
+		return;
+	case PROXY_CLIENT_FORWARD:
+	case PROXY_CLIENT_TUNNEL:
+		if (now - c->last_active_ms >= c->srv->gen->cfg->limits.idle_timeout_ms) {
 			proxy_conn_close(c, "idle-timeout");
-		} else if (c->req.bytes == 0) {
-			proxy_conn_close(c, "header-timeout");
-		} else {
-			c->end = "header-timeout";
-			proxy_deny(c, 408, "header-timeout", "limits.headerTimeout",
-				"The request head did not arrive within limits.headerTimeout");
+			return;
 		}
 		break;
-	case PROXY_CS_CONNECTING: {
-		char rule[160];
-		snprintf(rule, sizeof rule, "limits.connectTimeout (connect %s)", c->addr_text);
-		free_upstream(c);
-		proxy_deny(c, 504, "upstream-timeout", rule,
-			"The destination did not accept the connection within limits.connectTimeout");
+	case PROXY_CLIENT_PEEK:
+		if (now - c->last_active_ms >= c->srv->gen->cfg->limits.idle_timeout_ms ||
+		        (c->client.deadline_ms != 0 && now >= c->client.deadline_ms)) {
+			proxy_tunnel_client_read(c); /* it sees the deadline passed (tunnel.c) */
+			return;
+		}
 		break;
-	}
-	case PROXY_CS_FORWARD:
-	case PROXY_CS_TUNNEL: {
-		uint64_t idle = c->gen->cfg->limits.idle_timeout_ms;
-		if (now - c->last_active_ms >= idle)
-			proxy_conn_close(c, "idle-timeout");
-		else
-			proxy_conn_arm_timer(c, idle - (now - c->last_active_ms));
-		break;
-	}
-	case PROXY_CS_PEEK:
-		proxy_peek_timeout(c);
-		break;
-	case PROXY_CS_CLOSING:
-		proxy_conn_close(c, c->end ? c->end : "error");
+	case PROXY_CLIENT_ANSWER:
+		if (now >= c->client.deadline_ms) {
+			proxy_conn_close(c, c->end);
+			return;
+		}
 		break;
 	default:
 		break;
 	}
+	proxy_conn_rearm(c);
 }
 
-static void reject_busy(int fd)
+/* ---- accept ---- */
+
+static void reject_busy(int fd, const char *rule)
 {
-#define BUSY_BODY "egressd is serving limits.maxClients connections; try again shortly.\n"
-	static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
-				  "X-Egressd-Reason: limit-clients\r\n"
-				  "X-Egressd-Rule: limits.maxClients\r\n"
-				  "Content-Type: text/plain\r\n"
-				  "Connection: close\r\n"
-				  "Content-Length: ";
-	char head[sizeof msg + 128];
-	int n = snprintf(head, sizeof head, "%s%zu\r\n\r\n%s", msg, sizeof BUSY_BODY - 1, BUSY_BODY);
-	/* One non-blocking write: a client that cannot take 200 bytes gets nothing. */
+	char head[512];
+	static const char body[] = "egressd is serving as many connections as it may; try again "
+	                           "shortly.\n";
+	int n = snprintf(head, sizeof head,
+	        "HTTP/1.1 503 Service Unavailable\r\n"
+	        "X-Egressd-Reason: limit-clients\r\n"
+	        "X-Egressd-Rule: %s\r\n"
+	        "Retry-After: 1\r\n"
+	        "Content-Type: text/plain; charset=utf-8\r\n"
+	        "Connection: close\r\n"
+	        "Content-Length: %zu\r\n\r\n%s",
+	        rule, sizeof body - 1, body);
+	/* One non-blocking write: a client that cannot take 300 bytes gets nothing. */
 	ssize_t w = write(fd, head, n > 0 && (size_t)n < sizeof head ? (size_t)n : 0);
 	(void)w;
 	close(fd);
-#undef BUSY_BODY
 }
 
 /* A client sends its request right behind the handshake, so by the time egressd accepts, the
  * head has usually arrived: reading it at once, rather than waiting for the loop to report the
  * socket readable, saves a loop turn on most new connections (and costs one EAGAIN on the
  * others).  What is read goes where the bufferevent would have put it. */
-static void read_first(struct proxy_conn *c, int fd)
+void proxy_client_read_now(struct proxy_conn *c)
 {
-	/* The bufferevent keeps its input frozen at the end (only it adds); thaw it meanwhile. */
 	struct evbuffer *in = bufferevent_get_input(c->client.bev);
 	struct evbuffer_iovec v;
+	/* The bufferevent keeps its input frozen at the end (only it adds); thaw it meanwhile. */
 	evbuffer_unfreeze(in, 0);
 	ssize_t n = -1;
 	if (evbuffer_reserve_space(in, 4096, &v, 1) == 1) {
-		n = read(fd, v.iov_base, v.iov_len);
+		n = read(bufferevent_getfd(c->client.bev), v.iov_base, v.iov_len);
 		v.iov_len = n > 0 ? (size_t)n : 0;
 		evbuffer_commit_space(in, &v, n > 0);
 	}
 	evbuffer_freeze(in, 0);
 	if (n <= 0)
 		return; /* nothing yet, an end or an error: the read event reports it */
-	proxy_conn_touch(c);
-	proxy_http_client_read(c);
+	client_read_cb(c->client.bev, c);
 }
 
+static int sockaddr_peer(const struct sockaddr *sa, struct dns_addr *a, char *text, size_t cap)
+{
+	memset(a, 0, sizeof *a);
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+		a->family = AF_INET;
+		memcpy(a->addr, &s4->sin_addr, 4);
+		proxy_format_addr(a, ntohs(s4->sin_port), text, cap);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		a->family = AF_INET6;
+		memcpy(a->addr, &s6->sin6_addr, 16);
+		proxy_format_addr(a, ntohs(s6->sin6_port), text, cap);
+		return 0;
+	}
+	return -1;
+}
+
+/* Descriptors a connection may come to hold: its socket, an upstream, and two pipes. */
+#define FDS_PER_CONN 6
+#define FD_SPARE 32 /* kept for the listeners, the resolver, the audit log, signals */
+
 void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *sa, socklen_t len,
-	const struct proxy_listener *l)
+        const struct proxy_listener *l)
 {
 	(void)len;
-	(void)l; /* listeners of their own sessions come with the control API */
 	if (srv->stopping) {
 		close(fd);
 		return;
 	}
-	if (srv->nconns >= srv->gen->cfg->limits.max_clients) {
-		reject_busy(fd);
+	const struct allow_global_limits *lim = &srv->gen->cfg->limits;
+	if (srv->nconns >= lim->max_clients) {
+		reject_busy(fd, "limits.maxClients");
+		return;
+	}
+	/* The descriptors egressd holds (sockets, parked upstreams, splice pipes) plus what this
+	 * connection may come to need must stay within the descriptor limit. */
+	if (srv->fd_limit != 0 &&
+	        srv->nsockets + 2 * (uint64_t)proxy_splice_pipes() + FDS_PER_CONN + FD_SPARE >
+	                srv->fd_limit) {
+		reject_busy(fd, "the descriptor limit (ulimit -n)");
+		return;
+	}
+	struct dns_addr peer;
+	char text[PROXY_ADDR_TEXT];
+	if (sockaddr_peer(sa, &peer, text, sizeof text) == -1) {
+		close(fd);
+		return;
+	}
+	if (proxy_source_add(srv, &peer) == -1) {
+		reject_busy(fd, "limits.maxClientsPerSource");
 		return;
 	}
 	struct proxy_conn *c = calloc(1, sizeof *c);
 	if (c == NULL) {
+		proxy_source_del(srv, &peer);
 		close(fd);
 		return;
 	}
 	c->srv = srv;
-	c->gen = srv->gen;
-	c->gen->refs++;
 	c->id = srv->next_conn_id++;
 	c->start_ms = proxy_now_ms();
 	c->last_active_ms = c->start_ms;
-	struct dns_addr a = {0};
-	c->peer.family = sa->sa_family;
-	if (sa->sa_family == AF_INET) {
-		a.family = AF_INET;
-		memcpy(a.addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		c->peer = a;
-		proxy_format_addr(&a, ntohs(((const struct sockaddr_in *)sa)->sin_port), c->client_text,
-			sizeof c->client_text);
-	} else if (sa->sa_family == AF_INET6) {
-		a.family = AF_INET6;
-		memcpy(a.addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		c->peer = a;
-		proxy_format_addr(&a, ntohs(((const struct sockaddr_in6 *)sa)->sin6_port),
-			c->client_text, sizeof c->client_text);
-	}
+	c->peer = peer;
+	c->source_counted = 1;
+	memcpy(c->client_text, text, sizeof c->client_text);
+	c->listener = l;
+	c->front = l->kind == PROXY_LISTEN_SOCKS5 ? &proxy_front_socks5 : &proxy_front_http;
+	c->answer = c->front->denied;
 	c->next = srv->conns;
 	if (srv->conns != NULL)
 		srv->conns->prev = c;
@@ -617,9 +857,13 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	 * connection, and connect failures are deferred by libevent itself. */
 	c->client.bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(srv->base, timer_cb, c);
-	if (c->client.bev == NULL || c->timer == NULL) {
-		if (c->client.bev == NULL)
-			close(fd);
+	if (c->client.bev == NULL) {
+		close(fd);
+		proxy_conn_close(c, "error");
+		return;
+	}
+	srv->nsockets++;
+	if (c->timer == NULL) {
 		proxy_conn_close(c, "error");
 		return;
 	}
@@ -628,10 +872,11 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	/* Answers are written through (proxy_flush); what a client sends ahead of time waits in a
 	 * buffer that libevent stops filling at this mark. */
 	bufferevent_disable(c->client.bev, EV_WRITE);
-	bufferevent_setwatermark(c->client.bev, EV_READ, 0,
-		(size_t)c->gen->cfg->limits.max_header_bytes + 16384);
-	proxy_http_init_conn(c);
-	proxy_conn_arm_timer(c, c->gen->cfg->limits.header_timeout_ms);
+	bufferevent_setwatermark(c->client.bev, EV_READ, 0, (size_t)lim->max_header_bytes + 16384);
+	bufferevent_setwatermark(c->client.bev, EV_WRITE, PROXY_LOW_WATER, 0);
+	proxy_client_set(c, PROXY_CLIENT_REQUEST);
+	if (c->front == &proxy_front_http)
+		proxy_fwd_begin(c, 0);
 	bufferevent_enable(c->client.bev, EV_READ);
-	read_first(c, fd);
+	proxy_client_read_now(c);
 }

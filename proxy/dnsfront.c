@@ -19,8 +19,8 @@ static void dns_decide(void *arg, const struct dns_listener_client *who, const c
 	struct proxy_server *srv = arg;
 	struct proxy_gen *gen = srv->gen;
 	out->mapped = gen->cfg->listen_dns_answers == ALLOW_DNS_ANSWERS_MAPPED;
-	struct proxy_session *s = proxy_session_by_client(gen, &who->peer);
-	if (s == NULL) {
+	struct proxy_session *s = proxy_session_for_peer(srv, &who->peer);
+	if (s == NULL || s->cfg == NULL) {
 		out->reason = "no-session";
 		snprintf(out->rule, sizeof out->rule, "sessions (no session named default)");
 		return;
@@ -32,9 +32,7 @@ static void dns_decide(void *arg, const struct dns_listener_client *who, const c
 		snprintf(out->rule, sizeof out->rule, "actions: dns");
 		return;
 	}
-	struct proxy_session *live = proxy_session_live(s);
-	uint64_t expires = live->cfg->limits.expires_in_ms;
-	if (expires != ALLOW_UNLIMITED && proxy_now_ms() - live->started_ms >= expires) {
+	if (proxy_now_ms() >= proxy_session_expiry(s)) {
 		out->reason = "session-expired";
 		snprintf(out->rule, sizeof out->rule, "limits.expiresIn");
 		return;
@@ -57,7 +55,7 @@ static void dns_decide(void *arg, const struct dns_listener_client *who, const c
 	out->resolver = gen->dns;
 	out->addrpol = &gen->addrpol;
 	out->hold = gen;
-	gen->refs++;
+	proxy_gen_hold(gen);
 }
 
 static void dns_release(void *arg, void *hold)

@@ -1,9 +1,11 @@
 /* Kept-alive upstream connections of plain HTTP, shared between client connections.
  *
  * A client connection keeps its upstream between its own requests; when the client leaves, an
- * idle upstream is parked here instead of closed, keyed by the destination ("host:port") and the
- * config generation whose address policy admitted it.  A later request for the same destination
- * under the same generation takes it after its own decision has allowed the host.  A parked
+ * idle upstream is parked here instead of closed, keyed by the session and the destination
+ * ("session host:port"), so that only the session whose decision opened it may use it again.  A
+ * later request of that session for the same destination takes it after its own decision has
+ * allowed the host, and after its address has been judged again under the current policy.  A
+ * reload empties the pool.  A parked
  * upstream that speaks, closes or stays idle for POOL_IDLE_MS is dropped; at most POOL_MAX are
  * kept, the oldest dropped first. */
 #include <stdlib.h>
@@ -21,8 +23,9 @@ struct proxy_pooled {
 	struct proxy_pooled *prev, *next; /* newest first */
 	struct proxy_server *srv;
 	struct bufferevent *bev;          /* owned */
-	char *key;                        /* owned */
-	const struct proxy_gen *gen;      /* compared only, never dereferenced */
+	char *key;                        /* owned: "session host:port" */
+	struct dns_addr addr;             /* the address it is connected to */
+	uint16_t port;
 	char addr_text[PROXY_ADDR_TEXT];
 };
 
@@ -43,6 +46,7 @@ static void unlink_entry(struct proxy_pooled *p)
 static void drop(struct proxy_pooled *p)
 {
 	unlink_entry(p);
+	p->srv->nsockets--;
 	bufferevent_free(p->bev);
 	free(p->key);
 	free(p);
@@ -64,7 +68,7 @@ static void parked_event(struct bufferevent *bev, short what, void *arg)
 void proxy_pool_put(struct proxy_conn *c)
 {
 	struct proxy_server *srv = c->srv;
-	if (srv->stopping || c->up.bev == NULL || !c->up_idle || c->up_key == NULL)
+	if (srv->stopping || c->up.bev == NULL || c->up.state != PROXY_UP_IDLE || c->up.key == NULL)
 		return;
 	struct proxy_pooled *p = calloc(1, sizeof *p);
 	if (p == NULL)
@@ -73,12 +77,13 @@ void proxy_pool_put(struct proxy_conn *c)
 		drop(srv->pool_tail);
 	p->srv = srv;
 	p->bev = c->up.bev;
-	p->key = c->up_key;
-	p->gen = c->gen;
-	memcpy(p->addr_text, c->addr_text, sizeof p->addr_text);
+	p->key = c->up.key;
+	p->addr = c->up.addr;
+	p->port = c->up.port;
+	memcpy(p->addr_text, c->up.addr_text, sizeof p->addr_text);
+	/* The socket now belongs to the pool (its count moves with it). */
 	c->up.bev = NULL;
-	c->up_key = NULL;
-	c->up_idle = 0;
+	c->up.key = NULL;
 	struct timeval idle = {POOL_IDLE_MS / 1000, 0};
 	bufferevent_setcb(p->bev, parked_read, NULL, parked_event, p);
 	bufferevent_set_timeouts(p->bev, &idle, NULL);
@@ -90,23 +95,27 @@ void proxy_pool_put(struct proxy_conn *c)
 	if (srv->pool_tail == NULL)
 		srv->pool_tail = p;
 	srv->npool++;
+	proxy_up_drop(c);
 }
 
-struct bufferevent *proxy_pool_take(struct proxy_conn *c, const char *key, char *addr_text,
-	size_t addrcap)
+int proxy_pool_take(struct proxy_conn *c, const char *key)
 {
 	for (struct proxy_pooled *p = c->srv->pool; p != NULL; p = p->next) {
-		if (p->gen != c->gen || strcmp(p->key, key) != 0)
+		if (strcmp(p->key, key) != 0)
 			continue;
 		struct bufferevent *bev = p->bev;
 		bufferevent_set_timeouts(bev, NULL, NULL);
-		snprintf(addr_text, addrcap, "%s", p->addr_text);
+		c->up.bev = bev;
+		c->up.key = p->key;
+		c->up.addr = p->addr;
+		c->up.port = p->port;
+		memcpy(c->up.addr_text, p->addr_text, sizeof c->up.addr_text);
 		unlink_entry(p);
-		free(p->key);
 		free(p);
-		return bev;
+		proxy_conn_adopt_upstream(c);
+		return 0;
 	}
-	return NULL;
+	return -1;
 }
 
 void proxy_pool_clear(struct proxy_server *srv)

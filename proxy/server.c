@@ -14,11 +14,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <event2/listener.h>
 
 #include "audit/audit.h"
+#include <http_parser.h>
+
 #include "proxy/proxy.h"
 
 uint64_t proxy_now_ms(void)
@@ -32,52 +36,6 @@ static void print_errors(const struct allow_errors *errs)
 {
 	for (size_t i = 0; i < errs->n; i++)
 		fprintf(stderr, "egressd: %s\n", errs->lines[i]);
-}
-
-/* Links a new generation in and hands each session of the older ones on to the session of the
- * same name in the new one: its counters and clock move over, and the old session's successor
- * points at it, so connections of old generations count against the live session.  A session
- * the new config drops keeps its counters where they are. */
-static void gen_link(struct proxy_server *srv, struct proxy_gen *gen)
-{
-	for (struct proxy_gen *old = srv->gens; old != NULL; old = old->next) {
-		for (size_t i = 0; i < old->cfg->nsessions; i++) {
-			struct proxy_session *os = &old->sessions[i];
-			if (os->successor != NULL)
-				continue; /* handed on already; its successor is being handed on */
-			struct proxy_session *ns = NULL;
-			for (size_t j = 0; j < gen->cfg->nsessions && ns == NULL; j++)
-				if (strcmp(gen->sessions[j].cfg->name, os->cfg->name) == 0)
-					ns = &gen->sessions[j];
-			if (ns == NULL)
-				continue;
-			ns->active = os->active;
-			ns->total = os->total;
-			ns->bytes_out = os->bytes_out;
-			ns->bytes_in = os->bytes_in;
-			ns->started_ms = os->started_ms;
-			ns->seen = os->seen;
-			ns->seen_n = os->seen_n;
-			ns->seen_cap = os->seen_cap;
-			ns->ring = os->ring;
-			ns->ring_head = os->ring_head;
-			ns->ring_n = os->ring_n;
-			os->seen = NULL;
-			os->seen_cap = os->seen_n = 0;
-			os->ring = NULL;
-			os->ring_n = 0;
-			os->successor = ns;
-		}
-	}
-	/* Sessions handed on earlier now lead to the newest one directly. */
-	for (struct proxy_gen *old = srv->gens; old != NULL; old = old->next)
-		for (size_t i = 0; i < old->cfg->nsessions; i++)
-			old->sessions[i].successor = proxy_session_live(old->sessions[i].successor);
-	gen->srv = srv;
-	gen->next = srv->gens;
-	if (srv->gens != NULL)
-		srv->gens->prev = gen;
-	srv->gens = gen;
 }
 
 /* Builds a generation from a loaded config; takes ownership of cfg (freed on failure too). */
@@ -102,49 +60,19 @@ static struct proxy_gen *gen_new(struct event_base *base, struct allow_config *c
 		free(gen);
 		return NULL;
 	}
-	if (cfg->nsessions > 0) {
-		gen->sessions = calloc(cfg->nsessions, sizeof *gen->sessions);
-		if (gen->sessions == NULL) {
-			dns_resolver_free(gen->dns);
-			allow_config_free(cfg);
-			free(gen);
-			return NULL;
-		}
-	}
-	uint64_t now = proxy_now_ms();
-	for (size_t i = 0; i < cfg->nsessions; i++) {
-		gen->sessions[i].cfg = &cfg->sessions[i];
-		gen->sessions[i].started_ms = now;
-		if (strcmp(cfg->sessions[i].name, "default") == 0)
-			gen->dflt = &gen->sessions[i];
-	}
 	return gen;
+}
+
+void proxy_gen_hold(struct proxy_gen *gen)
+{
+	gen->refs++;
 }
 
 void proxy_gen_release(struct proxy_gen *gen)
 {
 	if (gen == NULL || --gen->refs > 0)
 		return;
-	if (gen->srv != NULL) {
-		if (gen->prev != NULL)
-			gen->prev->next = gen->next;
-		else
-			gen->srv->gens = gen->next;
-		if (gen->next != NULL)
-			gen->next->prev = gen->prev;
-		/* Sessions of older generations that still lead here keep their own counters
-		 * from now on (this generation's sessions were dropped by a later config). */
-		for (struct proxy_gen *g = gen->srv->gens; g != NULL; g = g->next)
-			for (size_t i = 0; i < g->cfg->nsessions; i++) {
-				struct proxy_session *succ = g->sessions[i].successor;
-				if (succ >= gen->sessions && succ < gen->sessions + gen->cfg->nsessions)
-					g->sessions[i].successor = NULL;
-			}
-	}
 	dns_resolver_free(gen->dns);
-	for (size_t i = 0; gen->sessions != NULL && i < gen->cfg->nsessions; i++)
-		proxy_session_free(&gen->sessions[i]);
-	free(gen->sessions);
 	allow_config_free(gen->cfg);
 	free(gen);
 }
@@ -208,59 +136,115 @@ static void format_sockaddr(const struct sockaddr *sa, char *buf, size_t cap)
 }
 
 static void accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-	int socklen, void *arg)
+        int socklen, void *arg)
 {
 	(void)lev;
 	struct proxy_listener *l = arg;
 	proxy_conn_accept(l->srv, fd, sa, (socklen_t)socklen, l);
 }
 
+/* How long accepting pauses when descriptors or memory ran out: nginx's answer to EMFILE.  A
+ * level-triggered listener that only logged the error would report it again at once, forever. */
+#define ACCEPT_PAUSE_MS 100
+
+static void set_listeners(struct proxy_server *srv, int on)
+{
+	for (size_t i = 0; i < srv->nlisteners; i++) {
+		if (srv->listeners[i].lev == NULL)
+			continue;
+		if (on)
+			evconnlistener_enable(srv->listeners[i].lev);
+		else
+			evconnlistener_disable(srv->listeners[i].lev);
+	}
+}
+
+static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct proxy_server *srv = arg;
+	srv->accept_paused = 0;
+	if (!srv->stopping)
+		set_listeners(srv, 1);
+}
+
 static void accept_error_cb(struct evconnlistener *lev, void *arg)
 {
 	(void)lev;
 	const struct proxy_listener *l = arg;
+	struct proxy_server *srv = l->srv;
 	int err = EVUTIL_SOCKET_ERROR();
-	/* EMFILE and friends: keep running; the listener retries on the next readiness. */
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		if (!srv->accept_paused)
+			fprintf(stderr, "egressd: accept on %s: %s; pausing new connections for %d ms\n",
+			        l->text, evutil_socket_error_to_string(err), ACCEPT_PAUSE_MS);
+		srv->accept_paused = 1;
+		set_listeners(srv, 0);
+		struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+		evtimer_add(srv->accept_pause, &tv);
+		return;
+	}
 	fprintf(stderr, "egressd: accept on %s: %s\n", l->text, evutil_socket_error_to_string(err));
+}
+
+static int open_one(struct proxy_server *srv, const struct allow_config *cfg, const char *text,
+        enum proxy_listen_kind kind, const char *key)
+{
+	if (srv->nlisteners == PROXY_MAX_LISTENERS) {
+		fprintf(stderr, "egressd: %s: listen: more than %d addresses\n", cfg->path,
+		        PROXY_MAX_LISTENERS);
+		return -1;
+	}
+	struct proxy_listener *l = &srv->listeners[srv->nlisteners];
+	l->srv = srv;
+	l->kind = kind;
+	l->key = key;
+	if (parse_listen(text, &l->addr, &l->addrlen) == -1) {
+		fprintf(stderr, "egressd: %s: %s: \"%s\" is not IP:PORT\n", cfg->path, key, text);
+		return -1;
+	}
+	l->lev = evconnlistener_new_bind(srv->base, accept_cb, l,
+	        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 4096,
+	        (struct sockaddr *)&l->addr, (int)l->addrlen);
+	if (l->lev == NULL) {
+		fprintf(stderr, "egressd: %s: listen on %s: %s\n", key, text, strerror(errno));
+		return -1;
+	}
+	evconnlistener_set_error_cb(l->lev, accept_error_cb);
+	/* Accepted sockets inherit TCP_NODELAY from their listener on Linux: one call here
+	 * instead of one per connection (conn.c sets it again where that is not so). */
+	int one = 1;
+	setsockopt(evconnlistener_get_fd(l->lev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	l->addrlen = sizeof l->addr;
+	if (getsockname(evconnlistener_get_fd(l->lev), (struct sockaddr *)&l->addr, &l->addrlen) ==
+	        -1) {
+		fprintf(stderr, "egressd: getsockname: %s\n", strerror(errno));
+		return -1;
+	}
+	format_sockaddr((struct sockaddr *)&l->addr, l->text, sizeof l->text);
+	srv->nlisteners++;
+	if (kind == PROXY_LISTEN_HTTP)
+		fprintf(stderr, "egressd: listening on %s\n", l->text);
+	else
+		fprintf(stderr, "egressd: listening on %s (%s)\n", l->text, key);
+	return 0;
 }
 
 static int open_listeners(struct proxy_server *srv, const struct allow_config *cfg)
 {
-	for (size_t i = 0; i < cfg->nlisten_proxy; i++) {
-		if (srv->nlisteners == PROXY_MAX_LISTENERS) {
-			fprintf(stderr, "egressd: %s: listen.proxy: more than %d addresses\n",
-				cfg->path, PROXY_MAX_LISTENERS);
+	for (size_t i = 0; i < cfg->nlisten_proxy; i++)
+		if (open_one(srv, cfg, cfg->listen_proxy[i], PROXY_LISTEN_HTTP, "listen.proxy") == -1)
 			return -1;
-		}
-		struct proxy_listener *l = &srv->listeners[srv->nlisteners];
-		l->srv = srv;
-		if (parse_listen(cfg->listen_proxy[i], &l->addr, &l->addrlen) == -1) {
-			fprintf(stderr, "egressd: %s: listen.proxy: \"%s\" is not IP:PORT\n", cfg->path,
-				cfg->listen_proxy[i]);
+	for (size_t i = 0; i < cfg->nlisten_socks5; i++)
+		if (open_one(srv, cfg, cfg->listen_socks5[i], PROXY_LISTEN_SOCKS5, "listen.socks5") ==
+		        -1)
 			return -1;
-		}
-		l->lev = evconnlistener_new_bind(srv->base, accept_cb, l,
-			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 4096,
-			(struct sockaddr *)&l->addr, (int)l->addrlen);
-		if (l->lev == NULL) {
-			fprintf(stderr, "egressd: listen on %s: %s\n", cfg->listen_proxy[i],
-				strerror(errno));
-			return -1;
-		}
-		evconnlistener_set_error_cb(l->lev, accept_error_cb);
-		/* Accepted sockets inherit TCP_NODELAY from their listener on Linux: one call here
-		 * instead of one per connection (conn.c sets it again where that is not so). */
-		int one = 1;
-		setsockopt(evconnlistener_get_fd(l->lev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		l->addrlen = sizeof l->addr;
-		if (getsockname(evconnlistener_get_fd(l->lev), (struct sockaddr *)&l->addr,
-			    &l->addrlen) == -1) {
-			fprintf(stderr, "egressd: getsockname: %s\n", strerror(errno));
-			return -1;
-		}
-		format_sockaddr((struct sockaddr *)&l->addr, l->text, sizeof l->text);
-		srv->nlisteners++;
-		fprintf(stderr, "egressd: listening on %s\n", l->text);
+	if (cfg->nlisten_transparent > 0) {
+		fprintf(stderr, "egressd: %s: listen.transparent: the transparent listener is not "
+		                "part of this build\n",
+		        cfg->path);
+		return -1;
 	}
 	return 0;
 }
@@ -318,6 +302,56 @@ int proxy_is_own_addr(const struct proxy_server *srv, const struct dns_addr *a)
 	return 0;
 }
 
+/* The address as the kernel would dial it: IPv4 out of an IPv4-mapped IPv6 address. */
+static void dial_form(const struct dns_addr *a, struct dns_addr *out)
+{
+	*out = *a;
+	if (a->family == AF_INET6 && IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)a->addr)) {
+		out->family = AF_INET;
+		memcpy(out->addr, a->addr + 12, 4);
+		memset(out->addr + 4, 0, 12);
+	}
+}
+
+/* 0.0.0.0 and :: dial this host, so they reach every listener on that port; a wildcard
+ * listener is reached by any loopback address and by every address of this host's
+ * interfaces. */
+const struct proxy_listener *proxy_own_listener(const struct proxy_server *srv,
+        const struct dns_addr *a, uint16_t port)
+{
+	struct dns_addr d;
+	dial_form(a, &d);
+	static const uint8_t zero[16];
+	int any = memcmp(d.addr, zero, d.family == AF_INET ? 4 : 16) == 0;
+	int loopback = d.family == AF_INET ? d.addr[0] == 127
+	                                   : IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)d.addr);
+	for (size_t j = 0; j < srv->nlisteners; j++) {
+		const struct proxy_listener *l = &srv->listeners[j];
+		const uint8_t *laddr;
+		size_t alen;
+		uint16_t lport;
+		int lfamily = l->addr.ss_family;
+		if (lfamily == AF_INET) {
+			const struct sockaddr_in *s4 = (const struct sockaddr_in *)&l->addr;
+			laddr = (const uint8_t *)&s4->sin_addr;
+			alen = 4;
+			lport = ntohs(s4->sin_port);
+		} else {
+			const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&l->addr;
+			laddr = (const uint8_t *)&s6->sin6_addr;
+			alen = 16;
+			lport = ntohs(s6->sin6_port);
+		}
+		if (lport != port)
+			continue;
+		int lany = memcmp(laddr, zero, alen) == 0;
+		if (any || (lany && (loopback || proxy_is_own_addr(srv, &d))) ||
+		        (lfamily == d.family && memcmp(laddr, d.addr, alen) == 0))
+			return l;
+	}
+	return NULL;
+}
+
 static void close_listeners(struct proxy_server *srv)
 {
 	for (size_t i = 0; i < srv->nlisteners; i++) {
@@ -328,15 +362,118 @@ static void close_listeners(struct proxy_server *srv)
 	}
 }
 
-/* A config record; kept while the log cannot take it (the log's notice says so, once). */
+/* ---- connections per client address before a session is known ----
+ *
+ * limits.maxClientsPerSource: one client address may hold that many connections that no session
+ * has claimed yet (half-sent heads, unfinished greetings), so that one process cannot take every
+ * maxClients slot and lock every session out.  An open hash keyed by the address. */
+struct proxy_source {
+	struct dns_addr addr;
+	uint64_t n;
+};
+
+static size_t source_hash(const struct dns_addr *a, size_t cap)
+{
+	uint64_t h = 1469598103934665603u;
+	for (size_t i = 0; i < (a->family == AF_INET ? 4u : 16u); i++) {
+		h ^= a->addr[i];
+		h *= 1099511628211u;
+	}
+	return (size_t)h & (cap - 1);
+}
+
+static int same_addr(const struct dns_addr *a, const struct dns_addr *b)
+{
+	return a->family == b->family && memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+static struct proxy_source **source_slot(struct proxy_server *srv, const struct dns_addr *a)
+{
+	for (size_t i = source_hash(a, srv->sources_cap);; i = (i + 1) & (srv->sources_cap - 1))
+		if (srv->sources[i] == NULL || same_addr(&srv->sources[i]->addr, a))
+			return &srv->sources[i];
+}
+
+int proxy_source_add(struct proxy_server *srv, const struct dns_addr *a)
+{
+	if (srv->sources == NULL) {
+		srv->sources_cap = 1024;
+		srv->sources = calloc(srv->sources_cap, sizeof *srv->sources);
+		if (srv->sources == NULL)
+			return -1;
+	}
+	struct proxy_source **slot = source_slot(srv, a);
+	if (*slot == NULL) {
+		/* Open addressing without deletion marks: entries go when their count is 0, and
+		 * the table is rebuilt when it fills past half. */
+		size_t used = 0;
+		for (size_t i = 0; i < srv->sources_cap; i++)
+			used += srv->sources[i] != NULL;
+		if (2 * (used + 1) > srv->sources_cap) {
+			size_t ncap = srv->sources_cap * 2;
+			struct proxy_source **n = calloc(ncap, sizeof *n);
+			if (n == NULL)
+				return -1;
+			struct proxy_source **old = srv->sources;
+			size_t ocap = srv->sources_cap;
+			srv->sources = n;
+			srv->sources_cap = ncap;
+			for (size_t i = 0; i < ocap; i++)
+				if (old[i] != NULL)
+					*source_slot(srv, &old[i]->addr) = old[i];
+			free(old);
+			slot = source_slot(srv, a);
+		}
+		*slot = calloc(1, sizeof **slot);
+		if (*slot == NULL)
+			return -1;
+		(*slot)->addr = *a;
+	}
+	if ((*slot)->n >= srv->gen->cfg->limits.max_clients_per_source)
+		return -1;
+	(*slot)->n++;
+	return 0;
+}
+
+void proxy_source_del(struct proxy_server *srv, const struct dns_addr *a)
+{
+	if (srv->sources == NULL)
+		return;
+	struct proxy_source **slot = source_slot(srv, a);
+	if (*slot == NULL || --(*slot)->n > 0)
+		return;
+	/* Removing from a linear-probe table: re-insert the run that follows. */
+	free(*slot);
+	*slot = NULL;
+	size_t i = (size_t)(slot - srv->sources);
+	for (i = (i + 1) & (srv->sources_cap - 1); srv->sources[i] != NULL;
+	        i = (i + 1) & (srv->sources_cap - 1)) {
+		struct proxy_source *e = srv->sources[i];
+		srv->sources[i] = NULL;
+		*source_slot(srv, &e->addr) = e;
+	}
+}
+
+static void sources_free(struct proxy_server *srv)
+{
+	for (size_t i = 0; i < srv->sources_cap; i++)
+		free(srv->sources[i]);
+	free(srv->sources);
+	srv->sources = NULL;
+	srv->sources_cap = 0;
+}
+
+/* ---- the audit log ---- */
+
 static void audit_simple(struct proxy_server *srv, const char *event, const char *k1,
-	const char *v1, const char *k2, const char *v2)
+        const char *v1, const char *k2, const char *v2)
 {
 	struct audit_rec r;
 	audit_rec_init(&r);
 	r.event = event;
 	audit_rec_str(&r, k1, v1);
 	audit_rec_str(&r, k2, v2);
+	/* Kept while the log cannot take it; a failure is said once by the log's notice. */
 	audit_write(srv->audit, &r, AUDIT_EVENT);
 }
 
@@ -365,11 +502,13 @@ static void begin_stop(struct proxy_server *srv, const char *why)
 	fprintf(stderr, "egressd: %s: stopping (open connections: %zu)\n", why, srv->nconns);
 	close_listeners(srv);
 	proxy_dnsfront_stop(srv);
-	/* Connections waiting for a request head carry nothing: close them now. */
+	/* Connections waiting for a first request carry nothing: close them now. */
 	struct proxy_conn *c = srv->conns;
 	while (c != NULL) {
 		struct proxy_conn *next = c->next;
-		if (c->state == PROXY_CS_HEAD && c->req.bytes == 0)
+		if (c->client.state == PROXY_CLIENT_REQUEST && c->bytes_out == 0 &&
+		        c->client.bev != NULL &&
+		        evbuffer_get_length(bufferevent_get_input(c->client.bev)) == 0)
 			proxy_conn_close(c, "shutdown");
 		c = next;
 	}
@@ -391,6 +530,42 @@ static int same_strings(char **a, size_t na, char **b, size_t nb)
 	return 1;
 }
 
+static int same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* Keys that a reload cannot apply: the running ones stay, and egressd says so. */
+static void report_restart_keys(const struct allow_config *old, const struct allow_config *cfg)
+{
+	const char *keys[10];
+	size_t n = 0;
+	if (!same_strings(old->listen_proxy, old->nlisten_proxy, cfg->listen_proxy,
+	            cfg->nlisten_proxy))
+		keys[n++] = "listen.proxy";
+	if (!same_strings(old->listen_socks5, old->nlisten_socks5, cfg->listen_socks5,
+	            cfg->nlisten_socks5))
+		keys[n++] = "listen.socks5";
+	if (!same_strings(old->listen_transparent, old->nlisten_transparent,
+	            cfg->listen_transparent, cfg->nlisten_transparent))
+		keys[n++] = "listen.transparent";
+	if (!same_strings(old->listen_dns, old->nlisten_dns, cfg->listen_dns, cfg->nlisten_dns) ||
+	        old->listen_dns_answers != cfg->listen_dns_answers)
+		keys[n++] = "listen.dns";
+	if (!same_str(old->listen_control, cfg->listen_control))
+		keys[n++] = "listen.control";
+	if (!same_str(old->listen_metrics, cfg->listen_metrics))
+		keys[n++] = "listen.metrics";
+	if (!same_str(old->audit_path, cfg->audit_path))
+		keys[n++] = "audit.path";
+	if (old->audit_chain != cfg->audit_chain)
+		keys[n++] = "audit.chain";
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "egressd: reload: %s changed; it takes effect only after a restart (the "
+		                "running value stays)\n",
+		        keys[i]);
+}
+
 static void reload(struct proxy_server *srv)
 {
 	struct allow_errors errs = {0};
@@ -399,7 +574,7 @@ static void reload(struct proxy_server *srv)
 		print_errors(&errs);
 		fprintf(stderr, "egressd: reload failed; the running config stays\n");
 		audit_simple(srv, "config", "config", srv->config_path, "error",
-			errs.n ? errs.lines[0] : "unreadable");
+		        errs.n ? errs.lines[0] : "unreadable");
 		allow_errors_free(&errs);
 		return;
 	}
@@ -409,15 +584,23 @@ static void reload(struct proxy_server *srv)
 		fprintf(stderr, "egressd: reload failed; the running config stays\n");
 		return;
 	}
-	gen_link(srv, gen);
-	if (!same_strings(srv->gen->cfg->listen_dns, srv->gen->cfg->nlisten_dns,
-		    gen->cfg->listen_dns, gen->cfg->nlisten_dns))
-		fprintf(stderr, "egressd: listen.dns changed: it takes effect on restart\n");
-	proxy_gen_release(srv->gen);
+	report_restart_keys(srv->gen->cfg, gen->cfg);
+	struct proxy_gen *old = srv->gen;
 	srv->gen = gen;
+	/* Sessions keep their counters; each now points at its new config. */
+	if (proxy_sessions_apply(srv, gen->cfg) == -1)
+		fprintf(stderr, "egressd: reload: out of memory for a session\n");
 	proxy_pool_clear(srv); /* parked upstreams were admitted by the old address policy */
 	read_own_addrs(srv);
 	http_parser_set_max_header_size((uint32_t)(gen->cfg->limits.max_header_bytes + 1024));
+	/* What open connections carry is decided again: a destination the new config takes
+	 * away ends (policy-changed); new limits and timeouts apply at once. */
+	for (struct proxy_conn *c = srv->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		if (proxy_pipeline_recheck(c) == 0)
+			proxy_conn_rearm(c);
+	}
+	proxy_gen_release(old);
 	fprintf(stderr, "egressd: reloaded %s\n", srv->config_path);
 	audit_simple(srv, "config", "config", srv->config_path, "result", "reloaded");
 }
@@ -443,6 +626,20 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	default:
 		break;
 	}
+}
+
+/* Frees closed connections (proxy_conn_close queued them), from the loop. */
+static void reap_dead(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct proxy_server *srv = arg;
+	while (srv->dead != NULL) {
+		struct proxy_conn *c = srv->dead;
+		srv->dead = c->next;
+		free(c);
+	}
+	proxy_server_conn_gone(srv);
 }
 
 void proxy_server_conn_gone(struct proxy_server *srv)
@@ -520,11 +717,11 @@ static void fd_reserve_start(struct proxy_server *srv, uint64_t max_clients)
 
 /* Each client and each upstream takes a descriptor: lift the soft limit to the hard one so that
  * limits.maxClients, not a 1024-descriptor default, is what bounds egressd. */
-static void raise_fd_limit(uint64_t max_clients)
+static uint64_t raise_fd_limit(uint64_t max_clients)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
-		return;
+		return 0;
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
@@ -533,6 +730,7 @@ static void raise_fd_limit(uint64_t max_clients)
 		fprintf(stderr, "egressd: the descriptor limit (%llu) is below what limits.maxClients "
 				"(%llu) needs; raise it (ulimit -n) or lower maxClients\n",
 			(unsigned long long)rl.rlim_cur, (unsigned long long)max_clients);
+	return rl.rlim_cur == RLIM_INFINITY ? 0 : (uint64_t)rl.rlim_cur;
 }
 
 int proxy_serve(const char *config_path)
@@ -570,7 +768,7 @@ int proxy_serve(const char *config_path)
 		allow_config_free(cfg);
 		goto out;
 	}
-	raise_fd_limit(cfg->limits.max_clients);
+	srv->fd_limit = raise_fd_limit(cfg->limits.max_clients);
 	fd_reserve_start(srv, cfg->limits.max_clients);
 	char err[256] = "";
 	if (proxy_audit_open(srv, cfg, err, sizeof err) == -1) {
@@ -581,7 +779,13 @@ int proxy_serve(const char *config_path)
 	srv->gen = gen_new(srv->base, cfg);
 	if (srv->gen == NULL)
 		goto out;
-	gen_link(srv, srv->gen);
+	srv->reap = event_new(srv->base, -1, 0, reap_dead, srv);
+	srv->accept_pause = evtimer_new(srv->base, accept_resume_cb, srv);
+	if (srv->reap == NULL || srv->accept_pause == NULL ||
+	        proxy_sessions_apply(srv, srv->gen->cfg) == -1) {
+		fprintf(stderr, "egressd: out of memory\n");
+		goto out;
+	}
 	http_parser_set_max_header_size((uint32_t)(srv->gen->cfg->limits.max_header_bytes + 1024));
 	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
 	for (int i = 0; i < 5; i++) {
@@ -600,7 +804,7 @@ int proxy_serve(const char *config_path)
 	size_t off = 0;
 	for (size_t i = 0; i < srv->nlisteners && off < sizeof listen; i++)
 		off += (size_t)snprintf(listen + off, sizeof listen - off, "%s%s", i ? " " : "",
-			srv->listeners[i].text);
+		        srv->listeners[i].text);
 	struct audit_rec r;
 	audit_rec_init(&r);
 	r.event = "start";
@@ -613,9 +817,16 @@ int proxy_serve(const char *config_path)
 	audit_rec_str(&r, "config", srv->config_path);
 	audit_rec_num(&r, "sessions", (int64_t)srv->gen->cfg->nsessions);
 	audit_write(srv->audit, &r, AUDIT_EVENT);
-	if (srv->gen->dflt == NULL)
-		fprintf(stderr, "egressd: no session named \"default\": every connection will be "
-				"denied\n");
+	/* Without a default session, only credentials or client addresses pick one; that is a
+	 * mistake only when no session can be picked either way. */
+	int any_token = 0, any_clients = 0;
+	for (size_t i = 0; i < srv->gen->cfg->nsessions; i++) {
+		any_token |= srv->gen->cfg->sessions[i].token != NULL;
+		any_clients |= srv->gen->cfg->sessions[i].nclients > 0;
+	}
+	if (allow_config_session(srv->gen->cfg, "default") == NULL && !any_token && !any_clients)
+		fprintf(stderr, "egressd: no session named \"default\", and none with a token or "
+		                "clients: every connection will be denied\n");
 
 	event_base_dispatch(srv->base);
 	rc = srv->exit_code;
@@ -626,6 +837,8 @@ int proxy_serve(const char *config_path)
 out:
 	while (srv->conns != NULL)
 		proxy_conn_close(srv->conns, "shutdown");
+	if (srv->reap != NULL)
+		reap_dead(-1, 0, srv);
 	proxy_pool_clear(srv);
 	close_listeners(srv);
 	proxy_dnsfront_free(srv); /* lets go of the generations its pending answers hold */
@@ -634,6 +847,12 @@ out:
 			event_free(srv->sig[i]);
 	if (srv->grace != NULL)
 		event_free(srv->grace);
+	if (srv->reap != NULL)
+		event_free(srv->reap);
+	if (srv->accept_pause != NULL)
+		event_free(srv->accept_pause);
+	proxy_sessions_free(srv);
+	sources_free(srv);
 	proxy_gen_release(srv->gen);
 	proxy_audit_close(srv);
 	if (srv->base != NULL)

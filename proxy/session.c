@@ -1,13 +1,95 @@
-/* Session counters that need more than a number: the hosts a session has reached and when it
- * reached each new one (limits.maxNewHostsPerMinute), and the byte limits. */
+/* The runtime session table (docs/design.md 4.4): one entry per session name, kept across config
+ * generations, with the counters that need more than a number: the hosts a session has reached
+ * and when it reached each new one (limits.maxNewHostsPerMinute). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proxy/proxy.h"
 
-#define SEEN_MAX 65536      /* hosts remembered per session; past this every host counts as new */
-#define NEW_HOST_RING 4096  /* new-host times kept: limits above this are treated as this */
+#define SEEN_MAX 65536     /* hosts remembered per session; past this every host counts as new */
+#define NEW_HOST_RING 4096 /* new-host times kept: limits above this are treated as this */
+
+static void session_free(struct proxy_session *s)
+{
+	for (size_t i = 0; i < s->seen_cap; i++)
+		free(s->seen[i]);
+	free(s->seen);
+	free(s->ring);
+	free(s->name);
+	free(s);
+}
+
+struct proxy_session *proxy_session_find(struct proxy_server *srv, const char *name)
+{
+	for (struct proxy_session *s = srv->sessions; s != NULL; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+/* Frees the entries that no config and no connection hold any more. */
+static void sweep(struct proxy_server *srv)
+{
+	struct proxy_session **pp = &srv->sessions;
+	while (*pp != NULL) {
+		struct proxy_session *s = *pp;
+		if (s->cfg == NULL && s->refs == 0) {
+			*pp = s->next;
+			session_free(s);
+		} else {
+			pp = &s->next;
+		}
+	}
+}
+
+int proxy_sessions_apply(struct proxy_server *srv, const struct allow_config *cfg)
+{
+	for (struct proxy_session *s = srv->sessions; s != NULL; s = s->next)
+		s->cfg = NULL;
+	uint64_t now = proxy_now_ms();
+	int rc = 0;
+	for (size_t i = 0; i < cfg->nsessions; i++) {
+		struct proxy_session *s = proxy_session_find(srv, cfg->sessions[i].name);
+		if (s == NULL) {
+			s = calloc(1, sizeof *s);
+			if (s == NULL || (s->name = strdup(cfg->sessions[i].name)) == NULL) {
+				free(s);
+				rc = -1;
+				continue;
+			}
+			s->started_ms = now;
+			s->next = srv->sessions;
+			srv->sessions = s;
+		}
+		s->cfg = &cfg->sessions[i];
+	}
+	sweep(srv);
+	return rc;
+}
+
+void proxy_session_hold(struct proxy_session *s)
+{
+	s->refs++;
+}
+
+void proxy_session_release(struct proxy_server *srv, struct proxy_session *s)
+{
+	if (s == NULL)
+		return;
+	s->refs--;
+	if (s->refs == 0 && s->cfg == NULL)
+		sweep(srv);
+}
+
+void proxy_sessions_free(struct proxy_server *srv)
+{
+	while (srv->sessions != NULL) {
+		struct proxy_session *s = srv->sessions;
+		srv->sessions = s->next;
+		session_free(s);
+	}
+}
 
 static uint64_t hash_name(const char *s)
 {
@@ -87,49 +169,19 @@ int proxy_session_new_host(struct proxy_session *s, const char *host, uint64_t n
 	return 0;
 }
 
-void proxy_count(struct proxy_conn *c, uint64_t out, uint64_t in)
+uint64_t proxy_session_room(const struct proxy_session *s, int out)
 {
-	c->bytes_out += out;
-	c->bytes_in += in;
-	struct proxy_session *s = proxy_session_live(c->session);
-	if (s != NULL) {
-		s->bytes_out += out;
-		s->bytes_in += in;
-	}
+	if (s->cfg == NULL)
+		return 0; /* the config dropped the session: nothing more moves */
+	uint64_t used = out ? s->bytes_out : s->bytes_in;
+	uint64_t lim = out ? s->cfg->limits.max_bytes_out : s->cfg->limits.max_bytes_in;
+	return used >= lim ? 0 : lim - used;
 }
 
-int proxy_conn_bytes_ok(struct proxy_conn *c, uint64_t out, uint64_t in)
+uint64_t proxy_session_expiry(const struct proxy_session *s)
 {
-	struct proxy_session *s = proxy_session_live(c->session);
-	if (s == NULL || proxy_session_bytes_ok(s, out, in))
-		return 1;
-	/* The transfer that would cross the limit is cut, and the session is spent: later
-	 * requests get 429 instead of another partial transfer each. */
-	const struct allow_limits *l = &s->cfg->limits;
-	if (s->bytes_out + out > l->max_bytes_out)
-		s->bytes_out = l->max_bytes_out;
-	if (s->bytes_in + in > l->max_bytes_in)
-		s->bytes_in = l->max_bytes_in;
-	return 0;
-}
-
-struct proxy_session *proxy_session_live(struct proxy_session *s)
-{
-	while (s != NULL && s->successor != NULL)
-		s = s->successor;
-	return s;
-}
-
-int proxy_session_bytes_ok(const struct proxy_session *s, uint64_t out, uint64_t in)
-{
-	const struct allow_limits *l = &s->cfg->limits;
-	return s->bytes_out + out <= l->max_bytes_out && s->bytes_in + in <= l->max_bytes_in;
-}
-
-void proxy_session_free(struct proxy_session *s)
-{
-	for (size_t i = 0; i < s->seen_cap; i++)
-		free(s->seen[i]);
-	free(s->seen);
-	free(s->ring);
+	if (s->cfg == NULL || s->cfg->limits.expires_in_ms == ALLOW_UNLIMITED)
+		return UINT64_MAX;
+	uint64_t e = s->started_ms + s->cfg->limits.expires_in_ms;
+	return e < s->started_ms ? UINT64_MAX : e;
 }

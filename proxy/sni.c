@@ -159,6 +159,13 @@ static enum proxy_sni_result parse_hello(
 enum proxy_sni_result proxy_sni_parse(
         const uint8_t *buf, size_t len, char *name, size_t namecap, const char **why)
 {
+	size_t used;
+	return proxy_sni_hello(buf, len, name, namecap, &used, why);
+}
+
+enum proxy_sni_result proxy_sni_hello(const uint8_t *buf, size_t len, char *name, size_t namecap,
+        size_t *used, const char **why)
+{
 	struct hello h;
 	size_t off = 0;     /* start of the current record in buf */
 	size_t payload = 0; /* handshake bytes seen in all records so far */
@@ -169,6 +176,7 @@ enum proxy_sni_result proxy_sni_parse(
 		*why = NULL;
 	if (name != NULL && namecap > 0)
 		name[0] = '\0';
+	*used = 0;
 	h.len = 0;
 	h.nbound = 0;
 
@@ -225,6 +233,7 @@ enum proxy_sni_result proxy_sni_parse(
 			return PROXY_SNI_NEED_MORE;
 		if (total != 0 && payload == total) {
 			h.len = total;
+			*used = off + TLS_RECORD_HDR + rlen;
 			return parse_hello(&h, name, namecap, why);
 		}
 		off += TLS_RECORD_HDR + rlen;

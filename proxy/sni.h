@@ -36,6 +36,11 @@ enum proxy_sni_result {
 enum proxy_sni_result proxy_sni_parse(
         const uint8_t *buf, size_t len, char *name, size_t namecap, const char **why);
 
+/* The same, and on FOUND, NONE (and BAD found in a complete hello) *used is the length of the
+ * records that carried the ClientHello, from buf[0]: a hello always ends with its record. */
+enum proxy_sni_result proxy_sni_hello(const uint8_t *buf, size_t len, char *name, size_t namecap,
+        size_t *used, const char **why);
+
 /* A short name for a result ("need-more", "found", "none", "not-tls", "bad"). */
 const char *proxy_sni_result_name(enum proxy_sni_result r);
 

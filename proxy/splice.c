@@ -1,7 +1,7 @@
 /* The zero-copy tunnel relay: splice(2) through a pipe, per direction.
  *
  * libevent's bufferevents read at most 4 KiB per wakeup, which caps a tunnel far below what the
- * machine can move.  Once a tunnel is established and its first bytes were checked (peek.c), both
+ * machine can move.  Once a tunnel is established and its first bytes were checked (tunnel.c), both
  * sockets leave their bufferevents (which keep owning the descriptors) and each direction moves
  * bytes socket -> pipe -> socket in the kernel.  Bytes still buffered from the bufferevent phase
  * (the 200 answer, the peeked ClientHello, a server banner) go out first.  Pipes come from a small
@@ -40,6 +40,11 @@ struct pipe_pool {
 
 static struct pipe_pool pool; /* the loop is single-threaded; one pool per process */
 static size_t pipes_alive;    /* pipes open, pooled or in use */
+
+size_t proxy_splice_pipes(void)
+{
+	return pipes_alive;
+}
 
 /* An empty pipe and the bytes it holds (less than asked when the system's pipe limits refused
  * the larger size). */
@@ -168,8 +173,9 @@ static int finish_dir(struct proxy_splice_dir *d)
 	struct proxy_conn *c = d->c;
 	struct proxy_splice_dir *other = &c->relay->dir[d == &c->relay->dir[0]];
 	if (other->shut) {
-		/* Both ways are done: closing sends the FIN a shutdown would. */
-		proxy_conn_close(c, c->end != NULL ? c->end : "client-closed");
+		/* Both ways are done: closing sends the FIN a shutdown would.  The tunnel ended
+		 * the way its first side did. */
+		proxy_conn_close(c, c->first_end != NULL ? c->first_end : "client-closed");
 		return -1;
 	}
 	if (!d->shut) {
@@ -180,18 +186,12 @@ static int finish_dir(struct proxy_splice_dir *d)
 }
 
 /* How many of len bytes the connection's session may still move in that direction; 0 when its
- * byte limit is spent. */
+ * byte limit is spent.  Every tunnel of the session draws on the same budget, and each splice
+ * is counted before the next one asks, so parallel tunnels never cross it together. */
 static size_t allowed(struct proxy_conn *c, int outbound, size_t len)
 {
-	struct proxy_session *live = proxy_session_live(c->session);
-	if (live == NULL)
-		return len;
-	const struct allow_limits *l = &live->cfg->limits;
-	uint64_t used = outbound ? live->bytes_out : live->bytes_in;
-	uint64_t lim = outbound ? l->max_bytes_out : l->max_bytes_in;
-	if (used >= lim)
-		return 0;
-	return lim - used < len ? (size_t)(lim - used) : len;
+	uint64_t room = proxy_conn_room(c, outbound);
+	return room < len ? (size_t)room : len;
 }
 
 /* Moves what it can in one direction; returns -1 when the connection was closed.  With
@@ -237,8 +237,8 @@ static int pump(struct proxy_splice_dir *d, int may_read)
 		ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n == 0) {
 			d->eof = 1;
-			if (c->end == NULL)
-				c->end = d->outbound ? "client-closed" : "upstream-closed";
+			if (c->first_end == NULL)
+				c->first_end = d->outbound ? "client-closed" : "upstream-closed";
 			break;
 		}
 		if (n == -1) {
@@ -319,6 +319,10 @@ int proxy_splice_start(struct proxy_conn *c)
 		proxy_conn_close(c, "error");
 		return 0;
 	}
+	if (c->client.eof && c->first_end == NULL)
+		c->first_end = "client-closed";
+	if (c->up.eof && c->first_end == NULL)
+		c->first_end = "upstream-closed";
 	sp->dir[0].eof = c->client.eof;
 	sp->dir[1].eof = c->up.eof;
 	/* The sockets leave their bufferevents, which are freed: an idle tunnel is the connection,
@@ -350,8 +354,10 @@ void proxy_splice_free(struct proxy_conn *c)
 		if (d->pre != NULL)
 			evbuffer_free(d->pre);
 		pipe_put(d->pipe, d->pipe_cap, d->inpipe == 0);
-		if (sp->fd[i] != -1)
+		if (sp->fd[i] != -1) {
 			close(sp->fd[i]);
+			c->srv->nsockets--;
+		}
 	}
 	free(sp);
 	c->relay = NULL;
@@ -383,7 +389,7 @@ static void body_pump(struct proxy_conn *c)
 		pipe_put(b->pipe, b->pipe_cap, 1);
 		if (b->left == 0) {
 			proxy_body_splice_free(c);
-			proxy_http_body_done(c, 0);
+			proxy_fwd_body_done(c, 0);
 			return;
 		}
 		if (drained || round == READS_PER_WAKEUP)
@@ -407,7 +413,7 @@ static void body_pump(struct proxy_conn *c)
 			if (b->left == UINT64_MAX) {
 				/* The body ends where the upstream closes. */
 				proxy_body_splice_free(c);
-				proxy_http_body_done(c, 1);
+				proxy_fwd_body_done(c, 1);
 			} else {
 				proxy_conn_close(c, "upstream-closed");
 			}

@@ -47,7 +47,7 @@ AUDIT_NUMERIC_KEYS = {"seq", "conn", "port", "status", "bytes_out", "bytes_in", 
                       "pid", "sessions", "refused", "dropped"}
 AUDIT_TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 CLOSE_ENDS = {"client-closed", "upstream-closed", "idle-timeout", "header-timeout", "denied",
-              "error", "shutdown", "limit-bytes"}
+              "error", "shutdown", "limit-bytes", "session-expired", "policy-changed"}
 
 
 class TestFailure(AssertionError):

@@ -390,7 +390,7 @@ def hello_truncated_message():
 # Expected rules.
 
 def mismatch(sni, host):
-    return "TLS SNI %s is not the CONNECT host %s" % (sni, host)
+    return "TLS SNI %s is not the tunnel's host %s" % (sni, host)
 
 
 PRIVATE_RULE = "dns.allowAddresses (10.0.0.1 is private 10.0.0.0/8)"
@@ -896,7 +896,7 @@ def rows_tls():
           why="names over 253 bytes are malformed"),
         T("SNI: IP literal as the name", tls, lambda: hello(sni_name(b"127.0.0.1")),
           ("tls-invalid", "sni-mismatch"),
-          why="RFC 6066 forbids literals in SNI; in any case it is not the CONNECT host"),
+          why="RFC 6066 forbids literals in SNI; in any case it is not the tunnel's host"),
         T("SNI: list length longer than the extension", tls,
           lambda: hello(sni_data=_u16(200) + b"\x00" + _u16(8) + b"tls.test"), "tls-invalid",
           why="lengths that disagree are malformed"),

@@ -148,7 +148,8 @@ def case_held(h):
     raise_nofile(HELD + 200)
     origin = h.origin()
     e = h.egressd(base_config({"origin.test": ["127.0.0.1"]},
-                              global_limits={"maxClients": 20000, "headerTimeout": "20s"}))
+                              global_limits={"maxClients": 20000, "maxClientsPerSource": 20000,
+                                             "headerTimeout": "20s"}))
     crowd = h.add(Crowd())
     fetch_ok(e, origin, "/warm")
     time.sleep(0.3)

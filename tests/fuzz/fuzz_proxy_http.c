@@ -1,8 +1,9 @@
-/* Fuzzes the request-head parser with its framing checks (proxy_http_head_parse) and the target
- * reading that follows it (proxy_http_head_target).
+/* Fuzzes the request-head parser with its framing checks (proxy_h1_request_head) and the target
+ * reading that follows it (proxy_h1_request_target), in both forms: absolute URIs (the forward
+ * proxy) and origin form (plain HTTP inside a tunnel).
  *
  * The first input byte picks where the rest is split in two deliveries, so heads cut at every
- * place are tried.  Properties, checked with abort():
+ * place are tried, and (its top bit) the form.  Properties, checked with abort():
  * - a head that passes is made only of token names and values without CR, LF or NUL;
  * - a target that passes is canonical (canonicalising its host again gives the same text) and a
  *   plain request's path starts with '/' and holds no white space or control byte. */
@@ -13,7 +14,7 @@
 #include <event2/buffer.h>
 
 #include "allowlist/host.h"
-#include "proxy/proxy.h"
+#include "proxy/h1.h"
 
 static void check_head(const struct proxy_head *h)
 {
@@ -34,9 +35,17 @@ static void check_head(const struct proxy_head *h)
 	}
 }
 
-static void check_target(const struct proxy_conn *c)
+static void check_target(const struct proxy_h1_target *c, int absolute_form)
 {
 	struct allow_dest again;
+	if (!absolute_form) {
+		if (c->is_connect || c->path == NULL || (c->path[0] != '/' && c->path[0] != '*'))
+			abort();
+		for (const char *p = c->path; *p; p++)
+			if ((unsigned char)*p <= ' ' || (unsigned char)*p == 0x7f)
+				abort();
+		return;
+	}
 	if (allow_canon_host(c->dest.host, strlen(c->dest.host), &again) != ALLOW_CANON_OK)
 		abort();
 	if (strcmp(again.host, c->dest.host) != 0 || again.kind != c->dest.kind)
@@ -56,36 +65,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	size_t split = data[0] % size;
+	int absolute_form = !(data[0] & 0x80);
+	size_t split = (data[0] & 0x7f) % size;
 	data++;
 	size--;
 	if (split > size)
 		split = size;
 
-	struct proxy_conn c;
-	memset(&c, 0, sizeof c);
-	proxy_http_init_parser(&c, 2048, 32);
+	struct proxy_h1 m;
+	proxy_h1_init(&m, HTTP_REQUEST, 2048, 32, NULL);
 	struct evbuffer *in = evbuffer_new();
 	if (in == NULL)
 		return 0;
 	const char *reason = NULL;
 	char why[300];
 	evbuffer_add(in, data, split);
-	int st = proxy_http_head_parse(&c, in, &reason, why, sizeof why);
+	int st = proxy_h1_request_head(&m, in, &reason, why, sizeof why);
 	if (st == 0) {
 		evbuffer_add(in, data + split, size - split);
-		st = proxy_http_head_parse(&c, in, &reason, why, sizeof why);
+		st = proxy_h1_request_head(&m, in, &reason, why, sizeof why);
 	}
 	if (st > 1 && (reason == NULL || why[0] == '\0'))
 		abort();
 	if (st == 1) {
-		check_head(&c.req);
-		if (proxy_http_head_target(&c, &reason, why, sizeof why) == 0)
-			check_target(&c);
+		check_head(&m.h);
+		struct proxy_h1_target t;
+		if (proxy_h1_request_target(&m, absolute_form, &t, &reason, why, sizeof why) == 0)
+			check_target(&t, absolute_form);
+		free(t.path);
 	}
-	free(c.path);
-	proxy_head_free(&c.req);
-	proxy_head_free(&c.resp);
+	proxy_h1_free(&m);
 	evbuffer_free(in);
 	return 0;
 }

@@ -13,7 +13,13 @@
 #include <event2/buffer.h>
 
 #include "allowlist/tags.h"
-#include "proxy/proxy.h"
+#include "proxy/h1.h"
+
+/* A request head and the target read from it. */
+struct hconn {
+	struct proxy_h1 m;
+	struct proxy_h1_target t;
+};
 
 struct head_case {
 	const char *name;
@@ -80,28 +86,27 @@ static const struct head_case head_cases[] = {
 		"HTTP/1.0"},
 };
 
-static int run_head(struct proxy_conn *c, const char *bytes, size_t len, const char **reason, char *why,
+static int run_head(struct hconn *c, const char *bytes, size_t len, const char **reason, char *why,
 	size_t whylen, uint32_t limit, uint32_t maxfields)
 {
 	memset(c, 0, sizeof *c);
-	proxy_http_init_parser(c, limit, maxfields);
+	proxy_h1_init(&c->m, HTTP_REQUEST, limit, maxfields, NULL);
 	struct evbuffer *in = evbuffer_new();
 	assert_non_null(in);
 	/* Byte by byte: every split point of the head is a delivery boundary. */
 	int st = 0;
 	for (size_t i = 0; i < len && st == 0; i++) {
 		evbuffer_add(in, bytes + i, 1);
-		st = proxy_http_head_parse(c, in, reason, why, whylen);
+		st = proxy_h1_request_head(&c->m, in, reason, why, whylen);
 	}
 	evbuffer_free(in);
 	return st;
 }
 
-static void free_conn(struct proxy_conn *c)
+static void free_conn(struct hconn *c)
 {
-	free(c->path);
-	proxy_head_free(&c->req);
-	proxy_head_free(&c->resp);
+	free(c->t.path);
+	proxy_h1_free(&c->m);
 }
 
 static void test_head_table(void **state)
@@ -110,7 +115,7 @@ static void test_head_table(void **state)
 	int failed = 0;
 	for (size_t i = 0; i < sizeof head_cases / sizeof head_cases[0]; i++) {
 		const struct head_case *t = &head_cases[i];
-		struct proxy_conn c;
+		struct hconn c;
 		const char *reason = NULL;
 		char why[300] = "";
 		int st = run_head(&c, t->bytes, strlen(t->bytes), &reason, why, sizeof why, 65536, 100);
@@ -132,7 +137,7 @@ static void test_head_table(void **state)
 static void test_limits(void **state)
 {
 	(void)state;
-	struct proxy_conn c;
+	struct hconn c;
 	const char *reason = NULL;
 	char why[300];
 	char big[3000];
@@ -207,7 +212,7 @@ static void test_target_table(void **state)
 		const struct target_case *t = &target_cases[i];
 		char head[512];
 		int n = snprintf(head, sizeof head, "%s\r\nHost: ignored.test\r\n\r\n", t->request_line);
-		struct proxy_conn c;
+		struct hconn c;
 		const char *reason = NULL;
 		char why[300] = "";
 		int st = run_head(&c, head, (size_t)n, &reason, why, sizeof why, 65536, 100);
@@ -217,18 +222,18 @@ static void test_target_table(void **state)
 			free_conn(&c);
 			continue;
 		}
-		st = proxy_http_head_target(&c, &reason, why, sizeof why);
+		st = proxy_h1_request_target(&c.m, 1, &c.t, &reason, why, sizeof why);
 		int ok = st == t->status;
 		if (ok && st == 0) {
-			ok = strcmp(c.dest.host, t->host) == 0 && c.dest.port == t->port &&
-			     c.action == t->action &&
-			     (t->path == NULL ? c.path == NULL
-					      : c.path != NULL && strcmp(c.path, t->path) == 0);
+			ok = strcmp(c.t.dest.host, t->host) == 0 && c.t.dest.port == t->port &&
+			     c.t.action == t->action &&
+			     (t->path == NULL ? c.t.path == NULL
+					      : c.t.path != NULL && strcmp(c.t.path, t->path) == 0);
 		}
 		if (!ok) {
 			print_error("\"%s\": status %d host %s port %u path %s action %u (%s)\n",
-				t->request_line, st, c.dest.host, c.dest.port, c.path ? c.path : "-",
-				c.action, why);
+				t->request_line, st, c.t.dest.host, c.t.dest.port, c.t.path ? c.t.path : "-",
+				c.t.action, why);
 			failed++;
 		}
 		free_conn(&c);
@@ -241,12 +246,12 @@ static void test_get_with_body(void **state)
 {
 	(void)state;
 	static const char get_body[] = "GET http://o.test/ HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
-	struct proxy_conn c;
+	struct hconn c;
 	const char *reason = NULL;
 	char why[300];
 	assert_int_equal(run_head(&c, get_body, sizeof get_body - 1, &reason, why, sizeof why, 65536, 100), 1);
-	assert_int_equal(proxy_http_head_target(&c, &reason, why, sizeof why), 0);
-	assert_int_equal(c.action, ALLOW_TAG_HTTP_WRITE);
+	assert_int_equal(proxy_h1_request_target(&c.m, 1, &c.t, &reason, why, sizeof why), 0);
+	assert_int_equal(c.t.action, ALLOW_TAG_HTTP_WRITE);
 	free_conn(&c);
 }
 
