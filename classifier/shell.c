@@ -1433,6 +1433,7 @@ static int parse_trailing_redirs(struct parser *P, struct cls_cmd **from)
 {
 	struct redirs r = {0, NULL};
 	struct token *t;
+	int any = 0;
 	for (;;) {
 		if (peek(P, &t) == -1)
 			return -1;
@@ -1440,7 +1441,12 @@ static int parse_trailing_redirs(struct parser *P, struct cls_cmd **from)
 			break;
 		if (parse_redir(P, &r) == -1)
 			return -1;
+		any = 1;
 	}
+	/* After a compound's redirection bash reads no reserved word: `{ a; } >x }` leaves the
+	 * brace open, and any word there is a syntax error (fuzz finding) */
+	if (any && t->kind == T_WORD)
+		return unexpected(P, t);
 	if (r.flags || r.doc)
 		mark_cmds(*from, r.flags, r.doc);
 	return 0;
