@@ -75,6 +75,7 @@ struct parser {
 	int assign_args;       /* the command is declare-like: its arguments are assignments */
 	int coproc_first;      /* the next word is the first after `coproc` */
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
+	int heredoc;                 /* scanning an unquoted here-doc body */
 };
 
 /* A growable byte buffer for a word being decoded: starts on the stack, moves to the arena. */
@@ -330,7 +331,9 @@ static int parse_braceparam(struct parser *P, size_t open, int dq)
 		}
 		if (ch == '\\') {
 			P->pos += P->pos + 1 < P->len ? 2 : 1;
-		} else if (ch == '\'' && !dq) {
+		} else if (ch == '\'' && !P->heredoc) {
+			/* bash matches single quotes inside ${ } even between double quotes:
+			 * "${x:-'}" is an unterminated quote to it (fuzz finding) */
 			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
 			if (q == NULL)
 				return ERR(P, P->pos, "unterminated single quote");
@@ -340,7 +343,8 @@ static int parse_braceparam(struct parser *P, size_t open, int dq)
 			if (parse_dquote(P, &b, &fl) == -1)
 				return -1;
 		} else if (ch == '$') {
-			if (parse_dollar(P, &b, &fl, dq) == -1)
+			/* $'...' is ANSI-C quoting here too, between double quotes or not */
+			if (parse_dollar(P, &b, &fl, dq && P->heredoc) == -1)
 				return -1;
 		} else if (ch == '`') {
 			if (parse_backtick(P, &b, &fl) == -1)
@@ -969,6 +973,7 @@ static int scan_body(struct parser *P, size_t from, size_t to, struct cls_doc *d
 	sub.base = P->base + from;
 	sub.ptail = &sub.pending;
 	sub.tail = P->tail;
+	sub.heredoc = 1;
 	struct wbuf b;
 	unsigned fl = 0;
 	wb_init(&b);

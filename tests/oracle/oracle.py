@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+"""Bash as the classifier's oracle (issue 12 item 8; tests/oracle/README.md).
+
+Runs command lines under `bash -c` in a bubblewrap sandbox (read-only root, no network, a
+private /tmp, uid 65534) where every network program is a stub that records its argv (stub.c),
+under its name in PATH, over its absolute path, and as git's own programs
+(/usr/lib/git-core/git-*, git's dashed forms).  From the recorded calls it derives the tags
+that really ran, and reports every line whose classifier answer misses one of them.  A refused
+line never fails: a refusal is always safe.
+
+  oracle.py table --stub STUB --classify BIN FILE.tsv...   the case tables (a ctest test)
+  oracle.py fuzz --stub STUB --classify BIN --seconds N --out FILE [--seed S]
+  oracle.py run --stub STUB --classify BIN 'LINE'...       one-off lines, with what ran
+
+Exit: 0 no finding, 1 findings, 77 skipped (bwrap cannot run here: the reason is printed)."""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tooldata  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+
+# Programs the stubs stand for (those the classifier has rules for).
+STUB_NAMES = ["git", "curl", "wget", "http", "https", "xh", "xhs", "gh", "ssh", "scp", "sftp",
+              "rsync", "dig", "host", "nslookup", "busybox"]
+GIT_CORE = "/usr/lib/git-core"
+
+# ---- deriving the tags that really ran from a stub's argv ----------------------------------
+
+GIT_PUSH = {"push", "send-pack", "http-push"}
+GIT_FETCH = {"fetch", "pull", "clone", "ls-remote", "fetch-pack", "http-fetch", "remote-http",
+             "remote-https", "remote-ftp", "remote-ftps", "request-pull"}
+
+
+def git_tags(ident, args):
+    if ident.startswith("git-"):
+        sub, rest = ident[4:], args
+    else:
+        i = 0
+        while i < len(args) and args[i].startswith("-"):
+            a = args[i]
+            if a in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+                     "--config-env", "--list-cmds"):
+                i += 2
+            else:
+                i += 1
+        if i >= len(args):
+            return set()
+        sub, rest = args[i], args[i + 1:]
+    if sub in GIT_PUSH:
+        return {"git:push"}
+    if sub in GIT_FETCH:
+        return {"git:fetch"}
+    ops = [a for a in rest if not a.startswith("-")]
+    op = ops[0] if ops else None
+    if sub == "remote":
+        if op in ("update", "prune"):
+            return {"git:fetch"}
+        if op == "show" and "-n" not in rest:
+            return {"git:fetch"}
+        if op == "add" and any(a == "-f" or (len(a) > 2 and "--fetch".startswith(a))
+                               for a in rest):
+            return {"git:fetch"}
+        return set()
+    if sub == "archive" and any(a.startswith("--remote") for a in rest):
+        return {"git:fetch"}
+    if sub == "submodule" and op in ("update", "add"):
+        return {"git:fetch"}
+    if sub == "subtree":
+        return {"push": {"git:push"}, "pull": {"git:fetch"}, "add": {"git:fetch"}}.get(op, set())
+    return set()
+
+
+def long_match(table, name):
+    """getopt_long / curl: an exact name, or a prefix of exactly one."""
+    if name in table:
+        return name
+    hits = [k for k in table if k.startswith(name)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def curl_tags(args):
+    body = get = False
+    method = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name = a[2:]
+            neg = False
+            full = long_match(tooldata.CURL_LONG, name)
+            if full is None and name.startswith("no-"):
+                full = long_match(tooldata.CURL_LONG, name[3:])
+                neg = True
+            if full is None:
+                return set()  # curl stops at an unknown option, before any transfer
+            val = None
+            if tooldata.CURL_LONG[full] and not neg:
+                val = args[i] if i < len(args) else None
+                i += 1
+            if full in ("data", "data-ascii", "data-binary", "data-raw", "data-urlencode",
+                        "json", "form", "form-string", "upload-file"):
+                body = body or full in ("json", "form", "form-string", "upload-file") or "d"
+            elif full == "request" and val is not None:
+                method = val
+            elif full == "get":
+                get = not neg
+            elif full == "config":
+                return {"http:read", "http:write"}
+            continue
+        if a.startswith("-") and len(a) > 1:
+            j = 1
+            while j < len(a):
+                ch = a[j]
+                if ch in tooldata.CURL_SHORT_VALUE:
+                    val = a[j + 1:] if j + 1 < len(a) else (args[i] if i < len(args) else None)
+                    if j + 1 >= len(a):
+                        i += 1
+                    if ch == "d":
+                        body = body or "d"
+                    elif ch in "FT":
+                        body = True
+                    elif ch == "X" and val is not None:
+                        method = val
+                    elif ch == "K":
+                        return {"http:read", "http:write"}
+                    break
+                if ch == "G":
+                    get = True
+                elif ch not in tooldata.CURL_SHORT_FLAGS:
+                    return set()
+                j += 1
+    write = body is True or (body == "d" and not get) or (
+        method is not None and method.upper() not in ("GET", "HEAD", "OPTIONS"))
+    return {"http:write"} if write else {"http:read"}
+
+
+def wget_tags(args):
+    write = False
+    i = 0
+
+    def execute(cmd):
+        key = cmd.split("=", 1)[0].strip().lower().replace("_", "").replace("-", "")
+        val = cmd.split("=", 1)[1].strip() if "=" in cmd else ""
+        if key in ("postdata", "postfile", "bodydata", "bodyfile"):
+            return True
+        return key == "method" and val.upper() not in ("GET", "HEAD", "OPTIONS")
+
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name, eq, val = a[2:].partition("=")
+            full = long_match(tooldata.WGET_LONG, name)
+            if full is None and name.startswith("no-") and \
+                    long_match(tooldata.WGET_LONG, name[3:]) is not None:
+                continue
+            if full is None:
+                return set()  # wget stops at an unknown option
+            if not eq and tooldata.WGET_LONG[full]:
+                val = args[i] if i < len(args) else ""
+                i += 1
+            if full in ("post-data", "post-file", "body-data", "body-file"):
+                write = True
+            elif full == "method" and val.upper() not in ("GET", "HEAD", "OPTIONS"):
+                write = True
+            elif full == "execute" and execute(val):
+                write = True
+            continue
+        if a.startswith("-") and len(a) > 1:
+            for j in range(1, len(a)):
+                if a[j] in tooldata.WGET_SHORT_VALUE:
+                    val = a[j + 1:] if j + 1 < len(a) else (args[i] if i < len(args) else "")
+                    if j + 1 >= len(a):
+                        i += 1
+                    if a[j] == "e" and execute(val):
+                        write = True
+                    break
+    return {"http:write"} if write else {"http:read"}
+
+
+def httpie_tags(args, stdin):
+    pos = []
+    ignore = False
+    for a in args:
+        if a in ("--ignore-stdin", "-I"):
+            ignore = True
+        elif not a.startswith("-"):
+            pos.append(a)
+    method = None
+    items = pos[1:]
+    if len(pos) >= 2 and pos[0].isalpha():
+        method, items = pos[0], pos[2:]
+    body = any(("=" in x and "==" not in x) or ":=" in x or "@" in x for x in items)
+    if method is not None:
+        return {"http:read"} if method.upper() in ("GET", "HEAD", "OPTIONS") and not body \
+            else {"http:write"}
+    if body or (stdin in ("p", "f") and not ignore):
+        return {"http:write"}
+    return {"http:read"}
+
+
+def gh_tags(args):
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in ("-R", "--repo", "--hostname") else 1
+    if i >= len(args):
+        return set()
+    sub, rest = args[i], args[i + 1:]
+    if sub == "api":
+        method, fields = None, False
+        j = 0
+        while j < len(rest):
+            a = rest[j]
+            if a in ("-X", "--method") and j + 1 < len(rest):
+                method = rest[j + 1]
+                j += 1
+            elif a.startswith("--method="):
+                method = a[9:]
+            elif a.startswith("-X") and len(a) > 2:
+                method = a[2:]
+            elif a in ("-f", "-F", "--field", "--raw-field", "--input") or \
+                    a.startswith(("--field=", "--raw-field=", "--input=", "-f", "-F")):
+                fields = True
+            j += 1
+        if method is not None:
+            return {"http:read"} if method.upper() in ("GET", "HEAD") else {"http:write"}
+        return {"http:write"} if fields else {"http:read"}
+    verbs = [a for a in rest if not a.startswith("-")]
+    verb = verbs[0] if verbs else None
+    if verb in ("clone", "checkout", "sync"):
+        return {"git:fetch"}
+    if verb in ("create", "delete", "edit", "upload", "merge", "close", "comment", "review"):
+        return {"http:write"}
+    if verb in ("list", "view", "status", "diff", "checks", "download"):
+        return {"http:read"}
+    return set()
+
+
+def rsync_tags(args):
+    for a in args:
+        if a.startswith("-e") or a.startswith("--rsh") or a.startswith("rsync://"):
+            return {"ssh:write"}
+        if not a.startswith("-") and ":" in a and "/" not in a.split(":", 1)[0]:
+            return {"ssh:write"}
+    return set()
+
+
+def derive(call):
+    """The tags one recorded call really performs."""
+    ident, args, stdin = call[0], call[3:], call[2]
+    if ident == "busybox":
+        if not args:
+            return set()
+        ident, args = args[0], args[1:]
+    if ident == "git" or ident.startswith("git-"):
+        return git_tags(ident, args)
+    if ident == "curl":
+        return curl_tags(args)
+    if ident == "wget":
+        return wget_tags(args)
+    if ident in ("http", "https", "xh", "xhs"):
+        return httpie_tags(args, stdin)
+    if ident == "gh":
+        return gh_tags(args)
+    if ident == "ssh":
+        return {"ssh:read"} if args else set()
+    if ident in ("scp", "sftp"):
+        return {"ssh:write"} if args else set()
+    if ident == "rsync":
+        return rsync_tags(args)
+    if ident in ("dig", "host", "nslookup"):
+        return {"dns"} if args else set()
+    return set()
+
+
+# ---- the sandbox ---------------------------------------------------------------------------
+
+class Sandbox:
+    def __init__(self, stub):
+        self.dir = tempfile.mkdtemp(prefix="egressd-oracle-")
+        self.bin = os.path.join(self.dir, "bin")
+        self.core = os.path.join(self.dir, "core")
+        self.out = os.path.join(self.dir, "out")
+        for d in (self.bin, self.core, self.out):
+            os.makedirs(d)
+        os.chmod(self.out, 0o777)
+        os.chmod(self.dir, 0o755)
+        with open(stub, "rb") as f:
+            image = f.read()
+        self.binds = []
+
+        def make(path, ident):
+            with open(path, "wb") as f:
+                f.write(image + b"\nORACLE-ID:" + ident.encode() + b"\n")
+            os.chmod(path, 0o755)
+
+        for name in STUB_NAMES:
+            make(os.path.join(self.bin, name), name)
+            for d in ("/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin", "/sbin"):
+                p = os.path.join(d, name)
+                if os.path.isfile(p) and not os.path.islink(d):
+                    self.binds.append((os.path.join(self.bin, name), p))
+        if os.path.isdir(GIT_CORE):
+            # the whole folder is replaced: its programs are hard links of one file, and a
+            # bind over one name of a hard link lands on every name
+            for name in sorted(os.listdir(GIT_CORE)):
+                p = os.path.join(GIT_CORE, name)
+                if name.startswith("git") and os.path.isfile(p):
+                    make(os.path.join(self.core, name), name)
+                    if name.startswith("git-") and not os.path.exists(
+                            os.path.join(self.bin, name)):
+                        make(os.path.join(self.bin, name), name)
+            self.binds.append((self.core, GIT_CORE))
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def argv(self, inner):
+        a = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--tmpfs", "/tmp", "--unshare-all", "--unshare-user", "--uid", "65534",
+             "--gid", "65534", "--die-with-parent", "--new-session",
+             "--ro-bind", self.bin, "/tmp/.oracle-bin", "--bind", self.out, "/tmp/.oracle-out"]
+        for src, dst in self.binds:
+            a += ["--ro-bind", src, dst]
+        return a + ["--"] + inner
+
+    def probe(self):
+        """None when the sandbox works, else why not."""
+        if shutil.which("bwrap") is None:
+            return "bwrap is not installed (Debian package bubblewrap)"
+        try:
+            p = subprocess.run(self.argv(["/bin/sh", "-c", "curl x; cat /tmp/.oracle-calls"]),
+                               capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"bwrap cannot run: {e}"
+        if p.returncode != 0 or b"ORACLE" in p.stderr or b"curl\x1f" not in p.stdout:
+            return "bwrap cannot make the sandbox here (user namespaces?): " + \
+                p.stderr.decode("utf-8", "replace").strip()[:200]
+        return None
+
+    def run(self, lines):
+        """What each line ran: a list of call lists, one per line."""
+        inp = os.path.join(self.out, "lines.json")
+        res = os.path.join(self.out, "results.jsonl")
+        with open(inp, "w") as f:
+            json.dump(lines, f)
+        got = {}
+        start = 0
+        while start < len(lines):
+            if os.path.exists(res):
+                os.unlink(res)
+            subprocess.run(self.argv(["/usr/bin/python3", os.path.join(HERE, "driver.py"),
+                                      "/tmp/.oracle-out/lines.json", str(start),
+                                      "/tmp/.oracle-out/results.jsonl", "/tmp/.oracle-bin"]),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=60 + 10 * (len(lines) - start))
+            last = start - 1
+            if os.path.exists(res):
+                with open(res) as f:
+                    for row in f:
+                        try:
+                            r = json.loads(row)
+                        except ValueError:
+                            continue
+                        got[r["i"]] = r["calls"]
+                        last = max(last, r["i"])
+            # a line that killed the driver (kill -9 -1, ...) is skipped with no calls
+            if last + 1 < len(lines) and (last + 1) not in got:
+                got[last + 1] = []
+            start = last + 2
+        return [got.get(i, []) for i in range(len(lines))]
+
+
+def classify(binary, lines):
+    data = b"".join(line.encode("utf-8", "surrogateescape") + b"\0" for line in lines)
+    p = subprocess.run([binary], input=data, capture_output=True, timeout=600)
+    out = p.stdout.decode("utf-8", "replace").split("\n")
+    return out[:len(lines)]
+
+
+def check(sb, binary, lines):
+    """[(line, ran tags, answer, calls)] for each line whose answer misses a tag that ran."""
+    calls = sb.run(lines)
+    answers = classify(binary, lines)
+    findings = []
+    for line, cs, ans in zip(lines, calls, answers):
+        ran = set()
+        for c in cs:
+            ran |= derive(c)
+        if ans.startswith("refused") or not ran:
+            continue
+        have = set() if ans == "none" else set(ans.split(","))
+        if not ran <= have:
+            findings.append((line, ran, ans, cs))
+    return findings, calls, answers
+
+
+# ---- the table cases -----------------------------------------------------------------------
+
+def load_table(path):
+    lines = []
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        for row in f:
+            row = row.rstrip("\n")
+            if "\t" not in row:
+                continue
+            line = row.split("\t", 1)[0].replace("\u2424", "\n").replace("\u2409", "\t")
+            lines.append(line)
+    return lines
+
+
+def show(line, ran, ans, calls):
+    print(f"FINDING: {line!r}\n  ran {','.join(sorted(ran))}; classifier: {ans}")
+    for c in calls:
+        print(f"    {c[0]} (as {c[1]}): {' '.join(c[3:])}")
+
+
+def cmd_table(a, sb):
+    lines = []
+    for path in a.files:
+        lines += load_table(path)
+    t0 = time.monotonic()
+    findings, calls, _ = check(sb, a.classify, lines)
+    ran = sum(1 for cs in calls if cs)
+    for f in findings:
+        show(*f)
+    print(f"oracle: {len(lines)} table lines run under bash in {time.monotonic() - t0:.1f} s, "
+          f"{ran} called a stub, {len(findings)} findings")
+    return 1 if findings else 0
+
+
+def cmd_run(a, sb):
+    findings, calls, answers = check(sb, a.classify, a.lines)
+    for line, cs, ans in zip(a.lines, calls, answers):
+        ran = set()
+        for c in cs:
+            ran |= derive(c)
+        print(f"{line!r}\n  ran: {','.join(sorted(ran)) or 'none'}; classifier: {ans}")
+        for c in cs:
+            print(f"    {c[0]} (as {c[1]}, stdin {c[2]}): {c[3:]}")
+    return 1 if findings else 0
+
+
+def cmd_fuzz(a, sb):
+    import mutate
+    rng = random.Random(a.seed)
+    end = time.monotonic() + a.seconds
+    total = 0
+    seen = set()
+    nfind = 0
+    with open(a.out, "a", encoding="utf-8", errors="surrogateescape") as out:
+        while time.monotonic() < end:
+            batch = [mutate.line(rng) for _ in range(a.batch)]
+            lines = [b[0] for b in batch]
+            findings, _, _ = check(sb, a.classify, lines)
+            total += len(lines)
+            kinds = {b[0]: b[1] for b in batch}
+            for line, ran, ans, cs in findings:
+                nfind += 1
+                key = (kinds.get(line), ans)
+                if key in seen and nfind > 50:
+                    continue
+                seen.add(key)
+                out.write(json.dumps({"line": line, "ran": sorted(ran), "answer": ans,
+                                      "kind": kinds.get(line),
+                                      "calls": cs}) + "\n")
+                out.flush()
+            print(f"oracle fuzz: {total} lines, {nfind} findings", flush=True)
+    print(f"oracle fuzz: done, {total} lines in {a.seconds} s, {nfind} findings "
+          f"({len(seen)} distinct kinds)")
+    return 1 if nfind else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["table", "fuzz", "run"])
+    ap.add_argument("--stub", required=True)
+    ap.add_argument("--classify", required=True)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--batch", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default="oracle-findings.jsonl")
+    ap.add_argument("files", nargs="*")
+    a = ap.parse_intermixed_args()
+    a.lines = a.files
+    sb = Sandbox(a.stub)
+    try:
+        why = sb.probe()
+        if why is not None:
+            print(f"SKIPPED: {why}")
+            return SKIP
+        return {"table": cmd_table, "fuzz": cmd_fuzz, "run": cmd_run}[a.mode](a, sb)
+    finally:
+        sb.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
