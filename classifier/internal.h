@@ -18,6 +18,7 @@
 #define CLS_W_GLOB 0x04u    /* has an unquoted glob character */
 #define CLS_W_BRACE 0x08u   /* has an unquoted brace pair (possible brace expansion) */
 #define CLS_W_QUOTED 0x10u  /* some part was quoted or backslash-escaped */
+#define CLS_W_DL 0x20u      /* holds a substitution that runs a download (curl, wget, ...) */
 
 struct cls_word {
 	const char *s;  /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */
@@ -31,6 +32,7 @@ struct cls_doc {
 	const char *s; /* body text (arena), NUL-terminated; set once the body is read */
 	size_t len;
 	int nonstatic; /* the body holds expansions, so its text is not known */
+	int download;  /* one of those expansions runs a download */
 	int ready;     /* body has been read */
 	size_t off;    /* offset of the operator */
 };
@@ -39,6 +41,7 @@ struct cls_doc {
 #define CLS_C_PIPED 0x01u /* standard input is a pipe */
 #define CLS_C_STDIN 0x02u /* standard input redirected from a file, here-doc or string */
 #define CLS_C_XARGS 0x04u /* further unknown arguments are appended (xargs, parallel) */
+#define CLS_C_DLIN 0x08u  /* standard input carries what a download printed */
 
 /* One simple command as the parser found it: assignments and redirections removed. */
 struct cls_cmd {
@@ -118,6 +121,11 @@ int cls_refuse(struct cls_ctx *c, size_t off, const char *fmt, ...)
 int cls_enter(struct cls_ctx *c, size_t off);
 void cls_leave(struct cls_ctx *c);
 
+/* Whether one of the commands from `from` up to (not including) `to` runs a download: a word
+ * of it names curl, wget, httpie, gh, ssh, a raw socket tool, ... (wrappers included, so the
+ * words are looked at, not only the command word). */
+int cls_cmds_download(const struct cls_cmd *from, const struct cls_cmd *to);
+
 /* Parses src[0..len) (a whole program; base = its offset in the original line) and appends its
  * simple commands to *out in source order.  0 or -1 (refused). */
 int cls_parse(struct cls_ctx *c, const char *src, size_t len, size_t base, struct cls_cmd **out);
@@ -176,9 +184,16 @@ struct cls_opts {
 	int numeric;           /* "-10" is an option (nice) */
 };
 
+/* In an lv list, the entries after this one are the long options without a value.  A list
+ * that has them is matched as getopt_long matches: a unique prefix ("--sig") stands for its
+ * option (--signal). */
+#define CLS_LONG_FLAGS "\x02"
+
+
 struct cls_opt {
 	char c;        /* short option letter, or 0 for a long option */
-	const char *l; /* long option name without "--" (not NUL-terminated) */
+	const char *l; /* long option name without "--" (not NUL-terminated); a unique prefix
+	                  is given as the full name */
 	size_t ll;
 	const char *val; /* its value, or NULL */
 	size_t vlen;
@@ -193,7 +208,8 @@ typedef int (*cls_opt_fn)(void *arg, const struct cls_opt *o);
 size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct cls_opts *spec,
         cls_opt_fn fn, void *arg, int *stopped);
 
-/* Whether long option name o (len ol) is one of the NULL-terminated list. */
+/* Whether long option name o (len ol) is one of the NULL-terminated list (up to
+ * CLS_LONG_FLAGS, when it has one). */
 int cls_in_list(const char *const *list, const char *o, size_t ol);
 /* Case-insensitive compare of a method word with GET/HEAD/OPTIONS. */
 int cls_method_is_read(const char *s, size_t len);

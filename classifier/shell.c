@@ -170,13 +170,15 @@ static char at(const struct parser *P, size_t i)
 
 /* ---- substitutions ---------------------------------------------------------------------- */
 
-/* $( ... ) or <( ... ) with P->pos just past the opening parenthesis. */
-static int parse_subst(struct parser *P, size_t open)
+/* $( ... ) or <( ... ) with P->pos just past the opening parenthesis.  *flags gets CLS_W_DL
+ * when the substitution runs a download. */
+static int parse_subst(struct parser *P, size_t open, unsigned *flags)
 {
 	if (cls_enter(P->c, P->base + open) == -1)
 		return -1;
 	size_t n;
 	struct token *t;
+	struct cls_cmd **from = P->tail;
 	int saved = P->assign_ok;
 	P->assign_ok = 1;
 	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
@@ -189,6 +191,8 @@ static int parse_subst(struct parser *P, size_t open)
 		return ERR(P, P->tok.off, "syntax error in substitution");
 	}
 	P->have = 0;
+	if (cls_cmds_download(*from, NULL))
+		*flags |= CLS_W_DL;
 	cls_leave(P->c);
 	return 0;
 }
@@ -314,7 +318,7 @@ static void mark_restore(struct parser *P, const struct mark *m)
 }
 
 /* ${ ... } with P->pos just past "${". */
-static int parse_braceparam(struct parser *P, size_t open, int dq)
+static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *outer)
 {
 	struct wbuf b;
 	unsigned fl = 0;
@@ -355,13 +359,14 @@ static int parse_braceparam(struct parser *P, size_t open, int dq)
 			 * reading (fuzz finding) */
 			size_t ps = P->pos;
 			P->pos += 2;
-			if (parse_subst(P, ps) == -1)
+			if (parse_subst(P, ps, &fl) == -1)
 				return -1;
 		} else {
 			P->pos++;
 		}
 		b.n = 0;
 	}
+	*outer |= fl & CLS_W_DL;
 	cls_leave(P->c);
 	return 0;
 }
@@ -554,13 +559,13 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		} else {
 			P->pos += 2;
 		}
-		if (parse_subst(P, open) == -1)
+		if (parse_subst(P, open, flags) == -1)
 			return -1;
 		return wb_exp(P, b, flags);
 	}
 	if (n == '{') {
 		P->pos += 2;
-		if (parse_braceparam(P, open, dq) == -1)
+		if (parse_braceparam(P, open, dq, flags) == -1)
 			return -1;
 		return wb_exp(P, b, flags);
 	}
@@ -656,6 +661,8 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 		return ERR(&sub, sub.tok.off, "syntax error in backticks");
 	if (sub.pending != NULL)
 		return ERR(&sub, sub.len, "here-document reaches the end of the input");
+	if (cls_cmds_download(*P->tail, NULL))
+		*flags |= CLS_W_DL;
 	P->tail = sub.tail;
 	cls_leave(P->c);
 	return wb_exp(P, b, flags);
@@ -848,7 +855,7 @@ static int read_word(struct parser *P, struct token *t)
 			if ((ch == '<' || ch == '>') && at(P, P->pos + 1) == '(') {
 				size_t open = P->pos;
 				P->pos += 2;
-				if (parse_subst(P, open) == -1 || wb_exp(P, &b, &flags) == -1)
+				if (parse_subst(P, open, &flags) == -1 || wb_exp(P, &b, &flags) == -1)
 					return -1;
 				continue;
 			}
@@ -996,6 +1003,8 @@ static int scan_body(struct parser *P, size_t from, size_t to, struct cls_doc *d
 	}
 	if (fl & CLS_W_EXP)
 		doc->nonstatic = 1;
+	if (fl & CLS_W_DL)
+		doc->download = 1;
 	P->tail = sub.tail;
 	return 0;
 }
@@ -1417,8 +1426,12 @@ static int parse_redir(struct parser *P, struct redirs *r)
 		on_stdin = fd == 0;
 	if (on_stdin && op != R_OUT)
 		r->flags |= CLS_C_STDIN;
+	if (on_stdin && op != R_OUT && (t->w.flags & CLS_W_DL))
+		r->flags |= CLS_C_DLIN; /* < <(curl ...), <<< "$(curl ...)" */
 	if (op == R_HEREDOC && on_stdin) {
 		r->doc = t->doc;
+		if (t->doc != NULL && t->doc->download)
+			r->flags |= CLS_C_DLIN;
 	} else if (op == R_HERESTR && on_stdin) {
 		struct cls_doc *d = cls_alloc(P->c, sizeof *d, P->base + off);
 		if (d == NULL)
@@ -1958,12 +1971,16 @@ static int parse_pipeline(struct parser *P)
 	 * end: "! &" and "( ! )" are syntax errors (fuzz finding). */
 	if (prefix && (t->kind == T_EOF || t->kind == T_NL || t->kind == T_SEMI))
 		return 0;
+	struct cls_cmd **start = P->tail;
 	for (int first = 1;; first = 0) {
 		struct cls_cmd **from = P->tail;
 		if (parse_command(P) == -1)
 			return -1;
+		/* what runs before this element writes its standard input */
 		if (!first)
-			mark_cmds(*from, CLS_C_PIPED, NULL);
+			mark_cmds(*from,
+			        CLS_C_PIPED | (cls_cmds_download(*start, *from) ? CLS_C_DLIN : 0),
+			        NULL);
 		if (peek(P, &t) == -1)
 			return -1;
 		if (t->kind != T_PIPE && t->kind != T_PIPE_AMP)

@@ -21,7 +21,7 @@ int cls_in_list(const char *const *list, const char *o, size_t ol)
 {
 	if (list == NULL)
 		return 0;
-	for (size_t i = 0; list[i] != NULL; i++)
+	for (size_t i = 0; list[i] != NULL && list[i][0] != CLS_LONG_FLAGS[0]; i++)
 		if (strlen(list[i]) == ol && memcmp(list[i], o, ol) == 0)
 			return 1;
 	return 0;
@@ -48,6 +48,77 @@ int cls_method_is_read(const char *s, size_t len)
 	return 0;
 }
 
+/* The basename of a static word. */
+static const char *word_base(const struct cls_word *w, size_t *len)
+{
+	const char *b = w->s;
+	for (const char *p = w->s; p < w->s + w->len; p++)
+		if (*p == '/')
+			b = p + 1;
+	*len = (size_t)(w->s + w->len - b);
+	return b;
+}
+
+int cls_cmds_download(const struct cls_cmd *from, const struct cls_cmd *to)
+{
+	/* programs whose standard output is what a remote end sent */
+	static const char *const dl[] = {"GET", "HEAD", "POST", "aria2c", "curl", "fetch", "ftp",
+	        "gh", "http", "https", "lwp-download", "lwp-request", "nc", "ncat", "netcat",
+	        "openssl", "s_client", "scp", "sftp", "socat", "ssh", "telnet", "tftp", "websocat",
+	        "wget", "wget2", "xh", "xhs", NULL};
+	for (const struct cls_cmd *c = from; c != NULL && c != to; c = c->next)
+		for (size_t i = 0; i < c->argc; i++) {
+			size_t bl;
+			const char *b = word_base(&c->argv[i], &bl);
+			if (!(c->argv[i].flags & CLS_W_EXP) && cls_in_list(dl, b, bl))
+				return 1;
+		}
+	return 0;
+}
+
+/* Refuses a shell or interpreter whose program is not static: it comes from a pipe, a
+ * redirection, a descriptor, a process substitution or an expansion.  When a download feeds
+ * it, the reason is download-to-shell. */
+static int refuse_program(struct cls_ctx *c, size_t off, int download, const char *from)
+{
+	if (download)
+		return cls_refuse(c, off,
+		        "download-to-shell: a shell or interpreter runs what a download printed "
+		        "(%s)",
+		        from);
+	return cls_refuse(c, off, "a shell or interpreter reads its program from %s: not static",
+	        from);
+}
+
+/* getopt_long's matching, for a spec that lists its flags too: an exact name, else a prefix
+ * of exactly one option stands for it ("--sig" is --signal).  An ambiguous prefix is left as
+ * it is: the tool refuses it and runs nothing. */
+static void long_resolve(const struct cls_opts *spec, const char **l, size_t *ll)
+{
+	const char *const *lv = spec->lv;
+	size_t i, m = 0;
+	int has_flags = 0;
+	if (lv == NULL || *ll == 0)
+		return;
+	for (i = 0; lv[i] != NULL; i++)
+		if (lv[i][0] == CLS_LONG_FLAGS[0])
+			has_flags = 1;
+		else if (strlen(lv[i]) == *ll && memcmp(lv[i], *l, *ll) == 0)
+			return; /* an exact name wins */
+	if (!has_flags)
+		return;
+	const char *hit = NULL;
+	for (i = 0; lv[i] != NULL; i++)
+		if (lv[i][0] != CLS_LONG_FLAGS[0] && strncmp(lv[i], *l, *ll) == 0) {
+			hit = lv[i];
+			m++;
+		}
+	if (m == 1) {
+		*l = hit;
+		*ll = strlen(hit);
+	}
+}
+
 size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct cls_opts *spec,
         cls_opt_fn fn, void *arg, int *stopped)
 {
@@ -66,12 +137,13 @@ size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct 
 			const char *eq = memchr(name, '=', len - 2);
 			o.l = name;
 			o.ll = eq ? (size_t)(eq - name) : len - 2;
+			long_resolve(spec, &o.l, &o.ll);
 			i++;
 			if (eq != NULL) {
 				o.val = eq + 1;
 				o.vlen = len - (size_t)(eq + 1 - s);
 				o.vw = w;
-			} else if (cls_in_list(spec->lv, name, o.ll) && i < n) {
+			} else if (cls_in_list(spec->lv, o.l, o.ll) && i < n) {
 				o.val = v[i].s;
 				o.vlen = v[i].len;
 				o.vw = &v[i];
@@ -125,11 +197,15 @@ size_t cls_opts_walk(const struct cls_word *v, size_t n, size_t i, const struct 
 	return i;
 }
 
-/* Moves r past its first k words. */
+/* Moves r past its first k words.  A wrapper left without a command under xargs (or parallel)
+ * runs one that xargs' input supplies: unknown, so refused. */
 static int shift(struct run *r, size_t k)
 {
-	if (k >= r->n)
+	if (k >= r->n) {
+		if (r->flags & CLS_C_XARGS)
+			return -2;
 		return 0;
+	}
 	r->v += k;
 	r->n -= k;
 	return 1;
@@ -155,6 +231,8 @@ static int join_static(struct cls_ctx *c, const struct cls_word *v, size_t n, co
 {
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (v[i].flags & CLS_W_DL)
+			return refuse_program(c, v[i].off, 1, what);
 		if (v[i].flags & CLS_W_EXP)
 			return cls_refuse(c, v[i].off, "%s is not static", what);
 		total += v[i].len + 1;
@@ -178,10 +256,15 @@ static int join_static(struct cls_ctx *c, const struct cls_word *v, size_t n, co
 static int run_word_script(
         struct cls_ctx *c, const struct cls_word *w, const char *what, unsigned flags)
 {
+	if (w->flags & CLS_W_DL)
+		return refuse_program(c, w->off, 1, what);
 	if (w->flags & CLS_W_EXP)
 		return cls_refuse(c, w->off, "%s is not static", what);
 	return cls_run_script(c, w->s, w->len, w->off, flags & (CLS_C_PIPED | CLS_C_STDIN));
 }
+
+static int stdin_program(
+        struct cls_ctx *c, const struct run *r, int shell, unsigned inherit, size_t off);
 
 /* ---- option collectors ------------------------------------------------------------------ */
 
@@ -300,7 +383,10 @@ static int env_split(
 
 static int w_env(struct cls_ctx *c, struct run *r)
 {
-	static const char *const lv[] = {"unset", "chdir", "split-string", NULL};
+	static const char *const lv[] = {"unset", "chdir", "split-string", CLS_LONG_FLAGS,
+	        "ignore-environment", "null", "default-signal",
+	        "ignore-signal", "block-signal", "list-signal-handling", "debug", "help", "version",
+	        NULL};
 	static const struct cls_opts spec = {"uCS", NULL, lv, 0, 0};
 	struct grab g = {.c = 'S', .l = "split-string", .stop = 1};
 	int stopped;
@@ -336,7 +422,10 @@ static int w_env(struct cls_ctx *c, struct run *r)
 static int w_sudo(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"user", "group", "close-from", "chdir", "host", "prompt",
-	        "role", "type", "command-timeout", "other-user", "chroot", NULL};
+	        "role", "type", "command-timeout", "other-user", "chroot", CLS_LONG_FLAGS,
+	        "askpass", "background", "bell", "edit", "help", "list",
+	        "login", "non-interactive", "preserve-env", "preserve-groups", "remove-timestamp",
+	        "reset-timestamp", "set-home", "shell", "stdin", "validate", "version", NULL};
 	static const char *const lflags[] = {
 	        "list", "validate", "edit", "version", "help", "remove-timestamp", NULL};
 	static const struct cls_opts spec = {"CDgpRrtTUu", NULL, lv, 0, 0};
@@ -376,8 +465,12 @@ static int w_su(struct cls_ctx *c, struct run *r)
 	static const struct cls_opts spec = {"csgGw", NULL, lv, 0, 0};
 	struct grab g = {.c = 'c', .l = "command"};
 	walk_permuted(r, &spec, &g);
-	if (!g.found || g.vw == NULL)
-		return 0;
+	if (!g.found || g.vw == NULL) {
+		/* a login shell: its program is standard input */
+		if (r->doc == NULL && !(r->flags & (CLS_C_PIPED | CLS_C_STDIN)))
+			return 0;
+		return stdin_program(c, r, 1, 0, r->v[0].off);
+	}
 	struct cls_word w = *g.vw;
 	w.s = g.val;
 	w.len = g.vlen;
@@ -420,7 +513,8 @@ static int w_nohup(struct cls_ctx *c, struct run *r)
 static int w_nice(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
-	static const char *const lv[] = {"adjustment", NULL};
+	static const char *const lv[] = {"adjustment", CLS_LONG_FLAGS,
+	        "help", "version", NULL};
 	static const struct cls_opts spec = {"n", NULL, lv, 0, 1};
 	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
@@ -428,7 +522,8 @@ static int w_nice(struct cls_ctx *c, struct run *r)
 static int w_ionice(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
-	static const char *const lv[] = {"class", "classdata", "pid", "pgid", "uid", NULL};
+	static const char *const lv[] = {"class", "classdata", "pid", "pgid", "uid", CLS_LONG_FLAGS,
+	        "ignore", "help", "version", NULL};
 	static const char *const lflags[] = {"pid", "pgid", "uid", NULL};
 	static const struct cls_opts spec = {"cnpPu", NULL, lv, 0, 0};
 	struct grab g = {.flags = "pPu", .lflags = lflags};
@@ -441,7 +536,9 @@ static int w_ionice(struct cls_ctx *c, struct run *r)
 static int w_timeout(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
-	static const char *const lv[] = {"signal", "kill-after", NULL};
+	static const char *const lv[] = {"signal", "kill-after", CLS_LONG_FLAGS,
+	        
+	        "foreground", "preserve-status", "verbose", "help", "version", NULL};
 	static const struct cls_opts spec = {"sk", NULL, lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
 	return shift(r, k + 1); /* the duration */
@@ -450,7 +547,9 @@ static int w_timeout(struct cls_ctx *c, struct run *r)
 static int w_time(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
-	static const char *const lv[] = {"format", "output", NULL};
+	static const char *const lv[] = {"format", "output", CLS_LONG_FLAGS,
+	        
+	        "append", "portability", "verbose", "quiet", "help", "version", NULL};
 	static const struct cls_opts spec = {"fo", NULL, lv, 0, 0};
 	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
@@ -458,7 +557,8 @@ static int w_time(struct cls_ctx *c, struct run *r)
 static int w_stdbuf(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
-	static const char *const lv[] = {"input", "output", "error", NULL};
+	static const char *const lv[] = {"input", "output", "error", CLS_LONG_FLAGS,
+	        "help", "version", NULL};
 	static const struct cls_opts spec = {"ioe", NULL, lv, 0, 0};
 	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
@@ -472,18 +572,24 @@ static int w_plain(struct cls_ctx *c, struct run *r)
 
 static int w_flock(struct cls_ctx *c, struct run *r)
 {
-	static const char *const lv[] = {"conflict-exit-code", "timeout", NULL};
-	static const struct cls_opts spec = {"Ew", NULL, lv, 0, 0};
+	static const char *const lv[] = {"conflict-exit-code", "timeout", "command", CLS_LONG_FLAGS,
+	        "shared", "exclusive", "unlock", "nonblock", "nb",
+	        "no-fork", "close", "verbose", "help", "version", NULL};
+	static const struct cls_opts spec = {"Ewc", NULL, lv, 0, 0};
+	struct grab g = {.c = 'c', .l = "command"};
+	walk_permuted(r, &spec, &g);
+	if (g.found && g.vw != NULL) {
+		struct cls_word w = *g.vw;
+		w.s = g.val;
+		w.len = g.vlen;
+		return run_word_script(c, &w, "flock -c command", r->flags);
+	}
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
-	/* k is the lock file (or fd); a command or -c STRING may follow it */
+	/* k is the lock file (or fd); the command follows it, options permuted among them */
 	if (k + 1 >= r->n)
 		return 0;
-	if (cls_word_is(&r->v[k + 1], "-c") || cls_word_is(&r->v[k + 1], "--command")) {
-		if (k + 2 >= r->n)
-			return 0;
-		return run_word_script(c, &r->v[k + 2], "flock -c command", r->flags);
-	}
-	return shift(r, k + 1);
+	k = cls_opts_walk(r->v, r->n, k + 1, &spec, NULL, NULL, NULL);
+	return shift(r, k);
 }
 
 static int w_script(struct cls_ctx *c, struct run *r)
@@ -540,6 +646,218 @@ static int w_sshpass(struct cls_ctx *c, struct run *r)
 	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
 
+/* taskset [options] MASK COMMAND, or -p (an existing process) */
+static int w_taskset(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {CLS_LONG_FLAGS, "all-tasks", "cpu-list", "pid", "help", "version", NULL};
+	static const struct cls_opts spec = {NULL, NULL, lv, 0, 0};
+	static const char *const lflags[] = {"pid", NULL};
+	struct grab g = {.flags = "p", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	return shift(r, k + 1); /* past the mask or CPU list */
+}
+
+static int all_digits(const struct cls_word *w)
+{
+	if (w->len == 0 || (w->flags & CLS_W_EXP))
+		return 0;
+	for (size_t i = 0; i < w->len; i++)
+		if (w->s[i] < '0' || w->s[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* chrt [options] [PRIORITY] COMMAND, or -p / --max */
+static int w_chrt(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"sched-runtime", "sched-period", "sched-deadline", CLS_LONG_FLAGS,
+	        "all-tasks", "batch", "deadline", "ext", "fifo", "idle",
+	        "other", "rr", "reset-on-fork", "max", "pid", "verbose", "help", "version", NULL};
+	static const char *const lflags[] = {"pid", "max", NULL};
+	static const struct cls_opts spec = {"TPD", NULL, lv, 0, 0};
+	struct grab g = {.flags = "pm", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	if (k < r->n && all_digits(&r->v[k]))
+		k++;
+	return shift(r, k);
+}
+
+/* prlimit [options] [--RESOURCE[=limits]] COMMAND, or --pid */
+static int w_prlimit(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"pid", "output", CLS_LONG_FLAGS,
+	        "core", "data", "nice", "fsize", "sigpending", "memlock",
+	        "rss", "nofile", "msgqueue", "rtprio", "stack", "cpu", "nproc", "as", "locks",
+	        "rttime", "noheadings", "raw", "verbose", "help", "version", NULL};
+	static const char *const lflags[] = {"pid", NULL};
+	static const struct cls_opts spec = {"po", "cdefilmnqrstuvxy", lv, 0, 0};
+	struct grab g = {.flags = "p", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	return shift(r, k);
+}
+
+/* A wrapper that starts an interactive shell when given no command (unshare, fakeroot,
+ * chroot): that shell's program is its standard input. */
+static int shell_when_empty(struct cls_ctx *c, struct run *r, size_t k)
+{
+	if (k >= r->n && !(r->flags & CLS_C_XARGS)) {
+		if (r->doc == NULL && !(r->flags & (CLS_C_PIPED | CLS_C_STDIN)))
+			return 0;
+		return stdin_program(c, r, 1, 0, r->v[0].off);
+	}
+	return shift(r, k);
+}
+
+static int w_unshare(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"propagation", "setgroups", "root", "wd", "setuid",
+	        "setgid", "load-interp", "map-user", "map-group", "map-users", "map-groups", CLS_LONG_FLAGS,
+	        "mount", "uts", "ipc", "net", "pid", "user", "cgroup",
+	        "time", "fork", "kill-child", "mount-proc", "map-root-user", "map-current-user",
+	        "map-auto", "monotonic", "boottime", "keep-caps", "help", "version", NULL};
+	static const struct cls_opts spec = {"RwSGl", "muinpUCT", lv, 0, 0};
+	return shell_when_empty(c, r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+static int w_fakeroot(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"lib", "faked", "fd-base", CLS_LONG_FLAGS,
+	        "unknown-is-real", "help", "version", NULL};
+	static const struct cls_opts spec = {"lisb", NULL, lv, 0, 0};
+	return shell_when_empty(c, r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+/* chroot [options] NEWROOT [COMMAND...] */
+static int w_chroot(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"groups", "userspec", CLS_LONG_FLAGS,
+	        "skip-chdir", "help", "version", NULL};
+	static const struct cls_opts spec = {NULL, NULL, lv, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	if (k >= r->n)
+		return 0;
+	return shell_when_empty(c, r, k + 1);
+}
+
+/* ssh-agent [options] [COMMAND...]; -k kills an agent */
+static int w_ssh_agent(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {"aEOPt", NULL, NULL, 0, 0};
+	struct grab g = {.flags = "k"};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	return shift(r, k);
+}
+
+static int w_setpriv(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"inh-caps", "ambient-caps", "bounding-set", "groups",
+	        "ruid", "euid", "rgid", "egid", "reuid", "regid", "securebits", "pdeathsig",
+	        "selinux-label", "apparmor-profile", "landlock-access", "landlock-rule", CLS_LONG_FLAGS,
+	        "dump", "nnp", "no-new-privs", "keep-groups",
+	        "clear-groups", "init-groups", "reset-env", "list-caps", "help", "version", NULL};
+	static const char *const lflags[] = {"dump", "list-caps", NULL};
+	static const struct cls_opts spec = {NULL, NULL, lv, 0, 0};
+	struct grab g = {.flags = "d", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	return shift(r, k);
+}
+
+/* The dynamic loader run as a program: ld-linux-x86-64.so.2 [options] PROGRAM [ARGS] */
+static int w_ldso(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"library-path", "inhibit-rpath", "audit", "preload",
+	        "argv0", "glibc-hwcaps-prefix", "glibc-hwcaps-mask", NULL};
+	static const char *const lflags[] = {
+	        "list", "verify", "list-tunables", "list-diagnostics", "help", "version", NULL};
+	static const struct cls_opts spec = {NULL, NULL, lv, 0, 0};
+	struct grab g = {.lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	return shift(r, k);
+}
+
+static int is_ldso(const char *b, size_t bl)
+{
+	if (bl == 5 && memcmp(b, "ld.so", 5) == 0)
+		return 1;
+	if (bl < 6 || memcmp(b, "ld-", 3) != 0)
+		return 0;
+	for (size_t i = 3; i + 3 <= bl; i++)
+		if (memcmp(b + i, ".so", 3) == 0)
+			return 1;
+	return 0;
+}
+
+/* runuser -u USER [--] COMMAND..., or su's form with -c */
+static int w_runuser(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"user", "group", "supp-group", "command", "shell",
+	        "session-command", "whitelist-environment", CLS_LONG_FLAGS,
+	        "login", "fast", "preserve-environment", "pty", "help",
+	        "version", NULL};
+	static const struct cls_opts spec = {"ugGcsw", NULL, lv, 0, 0};
+	struct grab gu = {.c = 'u', .l = "user"};
+	walk_permuted(r, &spec, &gu);
+	if (!gu.found)
+		return w_su(c, r);
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
+}
+
+/* sg GROUP [-c] COMMAND: the command is one string run by /bin/sh */
+static int w_sg(struct cls_ctx *c, struct run *r)
+{
+	size_t k = 1;
+	if (k < r->n && cls_word_is(&r->v[k], "-"))
+		k++;
+	k++; /* the group */
+	if (k < r->n && cls_word_is(&r->v[k], "-c"))
+		k++;
+	if (k >= r->n)
+		return 0;
+	return run_word_script(c, &r->v[k], "sg command", r->flags);
+}
+
+/* faketime [options] TIMESTAMP COMMAND */
+static int w_faketime(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"date-prog", NULL};
+	static const struct cls_opts spec = {NULL, NULL, lv, 0, 0};
+	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL) + 1);
+}
+
+/* numactl [options] COMMAND (options with values as short -x V or long --x=V) */
+static int w_numactl(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const char *const lv[] = {"interleave", "membind", "cpunodebind", "physcpubind",
+	        "preferred", "preferred-many", "weighted-interleave", NULL};
+	static const char *const lflags[] = {"show", "hardware", "length", NULL};
+	static const struct cls_opts spec = {"imNCPpw", NULL, lv, 0, 0};
+	struct grab g = {.flags = "sH", .lflags = lflags};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0;
+	return shift(r, k);
+}
+
 static int w_xargs(struct cls_ctx *c, struct run *r)
 {
 	(void)c;
@@ -547,9 +865,11 @@ static int w_xargs(struct cls_ctx *c, struct run *r)
 	        "max-procs", "max-chars", "process-slot-var", NULL};
 	static const struct cls_opts spec = {"adEILnPs", "eil", lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	if (k >= r->n)
+		return 0; /* no command: echo */
 	/* the words xargs appends come from its input: unknown */
 	r->flags |= CLS_C_XARGS;
-	return shift(r, k); /* no command: echo */
+	return shift(r, k);
 }
 
 static int w_find(struct cls_ctx *c, struct run *r)
@@ -718,30 +1038,216 @@ static int w_busybox(struct cls_ctx *c, struct run *r)
 	return shift(r, 1);
 }
 
+/* A shell's options as far as they matter here. */
+struct shell_opts {
+	int cflag;   /* -c: the first operand is the script */
+	int sflag;   /* -s: the script is standard input */
+	int aliases; /* aliases are expanded: -i, --posix, -o posix, -O expand_aliases */
+	int iflag;   /* -i */
+};
+
+static int shell_opt(void *arg, const struct cls_opt *o)
+{
+	struct shell_opts *so = arg;
+	if (o->c == 'c')
+		so->cflag = 1;
+	else if (o->c == 's')
+		so->sflag = 1;
+	else if (o->c == 'i')
+		so->iflag = so->aliases = 1;
+	else if ((o->c == 'O' || o->c == 'o') && o->val != NULL &&
+	         ((o->vlen == 14 && memcmp(o->val, "expand_aliases", 14) == 0) ||
+	                 (o->vlen == 5 && memcmp(o->val, "posix", 5) == 0) ||
+	                 memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL))
+		so->aliases = 1;
+	else if (o->c == 0 && o->ll == 5 && memcmp(o->l, "posix", 5) == 0)
+		so->aliases = 1;
+	return 0;
+}
+
+/* Whether a script operand names standard input (1), another descriptor (2), or a file (0). */
+static int fd_path(const struct cls_word *w)
+{
+	if (cls_word_is(w, "-") || cls_word_is(w, "/dev/stdin") || cls_word_is(w, "/dev/fd/0") ||
+	        cls_word_is(w, "/proc/self/fd/0") || cls_word_is(w, "/proc/thread-self/fd/0"))
+		return 1;
+	static const char *const pre[] = {"/dev/fd/", "/proc/", "/dev/tcp/", "/dev/udp/", NULL};
+	for (size_t i = 0; pre[i] != NULL; i++)
+		if (w->len >= strlen(pre[i]) && memcmp(w->s, pre[i], strlen(pre[i])) == 0)
+			return 2;
+	return 0;
+}
+
+/* A shell or interpreter that reads its program from standard input: a static here-doc or
+ * here-string is followed (shells only: `script` classifies it), anything else is refused. */
+static int stdin_program(
+        struct cls_ctx *c, const struct run *r, int shell, unsigned inherit, size_t off)
+{
+	if (r->doc != NULL && r->doc->ready) {
+		if (r->doc->nonstatic)
+			return refuse_program(c, r->doc->off,
+			        r->doc->download || (r->flags & CLS_C_DLIN), "a here-document");
+		if (!shell)
+			return 0; /* a static program in another language */
+		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, inherit);
+	}
+	if (r->flags & CLS_C_PIPED)
+		return refuse_program(c, off, (r->flags & CLS_C_DLIN) != 0, "a pipe");
+	if (r->flags & CLS_C_STDIN)
+		return refuse_program(c, off, (r->flags & CLS_C_DLIN) != 0, "a redirection");
+	return refuse_program(c, off, 0, "standard input");
+}
+
 static int w_shell(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"rcfile", "init-file", NULL};
 	static const struct cls_opts spec = {"oO", NULL, lv, 1, 0};
-	struct grab g = {.flags = "cs"};
-	/* -c and -s are flags; which one matters */
-	struct grab gc = {.flags = "c"};
-	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &gc, NULL);
-	cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
-	int sflag = g.flagged && !gc.flagged;
-	if (gc.flagged) {
-		if (k >= r->n)
+	struct shell_opts so = {0, 0, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, shell_opt, &so, NULL);
+	size_t bl;
+	const char *base = word_base(&r->v[0], &bl);
+	/* bash expands aliases in posix mode, with -O expand_aliases or -i; the other shells
+	 * (dash as sh, ksh, zsh, ...) always do */
+	if (so.aliases || !(bl >= 4 && memcmp(base + bl - 4, "bash", 4) == 0))
+		c->aliases_on = 1;
+	if (so.cflag) {
+		if (k >= r->n) {
+			if (r->flags & CLS_C_XARGS)
+				return cls_refuse(
+				        c, r->v[0].off, "the shell's -c script comes from xargs' input");
 			return 0;
+		}
 		return run_word_script(c, &r->v[k], "shell -c script", r->flags);
 	}
-	if (k < r->n && !sflag)
-		return 0; /* a script file: its contents are out of reach */
-	if (r->doc != NULL && r->doc->ready) {
-		if (r->doc->nonstatic)
-			return cls_refuse(
-			        c, r->doc->off, "shell script on standard input is not static");
-		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, 0);
+	if (k < r->n && !so.sflag) {
+		const struct cls_word *w = &r->v[k];
+		if (w->flags & CLS_W_EXP)
+			return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
+			        "a process substitution or an expansion");
+		int fd = fd_path(w);
+		if (fd == 2)
+			return refuse_program(c, w->off, 0, "a descriptor");
+		if (fd == 0)
+			return 0; /* a script file: its contents are out of reach */
 	}
-	return 0; /* reads a script from a pipe or a file: unknown code, out of reach */
+	if (r->flags & CLS_C_XARGS && k >= r->n)
+		return cls_refuse(c, r->v[0].off, "the shell's script comes from xargs' input");
+	return stdin_program(c, r, 1, 0, r->v[0].off);
+}
+
+/* source FILE / . FILE: a file is out of reach; standard input, a descriptor or a process
+ * substitution is the same as a shell reading them. */
+static int w_source(struct cls_ctx *c, struct run *r)
+{
+	size_t k = 1;
+	if (k < r->n && cls_word_is(&r->v[k], "--"))
+		k++;
+	if (k >= r->n)
+		return 0;
+	const struct cls_word *w = &r->v[k];
+	if (w->flags & CLS_W_EXP)
+		return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
+		        "a process substitution or an expansion");
+	int fd = fd_path(w);
+	if (fd == 2)
+		return refuse_program(c, w->off, 0, "a descriptor");
+	if (fd == 0 || cls_word_is(w, "-"))
+		return 0;
+	return stdin_program(c, r, 1, 0, w->off);
+}
+
+/* Interpreters: the program is an option's value (-c, -e, ...), a script file, or standard
+ * input.  Only the last two forms matter here: a program from standard input, a descriptor or
+ * a process substitution is refused (issue 12 item 3).  spec gives each one's options. */
+struct interp {
+	const char *name; /* basename, or a prefix when it ends with '*' */
+	const char *prog; /* short options whose value is the program (or a module) */
+	const char *sv;   /* other short options with a value */
+	const char *const *lprog; /* long options whose value is the program */
+};
+
+static const char *const node_lprog[] = {"eval", "print", NULL};
+static const struct interp interps[] = {
+        {"python*", "cm", "WXQ", NULL},
+        {"pypy*", "cm", "WXQ", NULL},
+        {"perl*", "eE", "", NULL},
+        {"ruby*", "e", "CEIKr", NULL},
+        {"irb", "", "", NULL},
+        {"node", "ep", "r", node_lprog},
+        {"nodejs", "ep", "r", node_lprog},
+        {"php*", "rfBRFE", "cdz", NULL},
+        {"lua*", "el", "", NULL},
+        {"luajit", "elb", "", NULL},
+        {"tclsh*", "", "", NULL},
+        {"Rscript", "e", "", NULL},
+        {"osascript", "e", "", NULL},
+        {"pwsh", "cCfF", "", NULL},
+        {NULL, NULL, NULL, NULL},
+};
+
+static const struct interp *find_interp(const char *b, size_t bl)
+{
+	for (const struct interp *i = interps; i->name != NULL; i++) {
+		size_t nl = strlen(i->name);
+		if (i->name[nl - 1] == '*') {
+			if (bl >= nl - 1 && memcmp(b, i->name, nl - 1) == 0) {
+				/* python3, python3.11, perl5.36: digits and dots after the name */
+				size_t j = nl - 1;
+				while (j < bl && ((b[j] >= '0' && b[j] <= '9') || b[j] == '.'))
+					j++;
+				if (j == bl)
+					return i;
+			}
+		} else if (bl == nl && memcmp(b, i->name, nl) == 0) {
+			return i;
+		}
+	}
+	return NULL;
+}
+
+static int interp_stdin(struct cls_ctx *c, const struct run *r, const struct interp *in)
+{
+	size_t i = 1;
+	while (i < r->n) {
+		const struct cls_word *w = &r->v[i];
+		if (w->len < 2 || w->s[0] != '-')
+			break;
+		i++;
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->s[1] == '-') {
+			const char *eq = memchr(w->s, '=', w->len);
+			size_t ll = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+			if (cls_in_list(in->lprog, w->s + 2, ll))
+				return 0;
+			continue;
+		}
+		for (size_t j = 1; j < w->len; j++) {
+			if (strchr(in->prog, w->s[j]) != NULL)
+				return 0; /* -c PROGRAM, -m MODULE, -e CODE: the program is not stdin */
+			if (strchr(in->sv, w->s[j]) != NULL) {
+				if (j + 1 == w->len)
+					i++;
+				break;
+			}
+		}
+	}
+	if (i < r->n) {
+		const struct cls_word *w = &r->v[i];
+		if (w->flags & CLS_W_EXP)
+			return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
+			        "a process substitution or an expansion");
+		int fd = fd_path(w);
+		if (fd == 2)
+			return refuse_program(c, w->off, 0, "a descriptor");
+		if (fd == 0)
+			return 0; /* a script file */
+	}
+	if (r->flags & CLS_C_XARGS)
+		return 0; /* xargs appends file names */
+	if (r->doc == NULL && !(r->flags & (CLS_C_PIPED | CLS_C_STDIN)))
+		return 0; /* an interactive interpreter on the agent's terminal */
+	return stdin_program(c, r, 0, 0, r->v[0].off);
 }
 
 static int w_eval(struct cls_ctx *c, struct run *r)
@@ -830,19 +1336,25 @@ struct handler {
 
 /* Sorted by name (strcmp order) for bsearch. */
 static const struct handler handlers[] = {
+        {".", w_source},
         {"alias", w_alias},
         {"ash", w_shell},
         {"bash", w_shell},
         {"builtin", w_builtin},
         {"busybox", w_busybox},
+        {"chroot", w_chroot},
+        {"chrt", w_chrt},
         {"command", w_command},
         {"curl", h_curl},
         {"dash", w_shell},
         {"dig", h_dns},
         {"doas", w_doas},
+        {"eatmydata", w_nohup},
         {"env", w_env},
         {"eval", w_eval},
         {"exec", w_exec},
+        {"fakeroot", w_fakeroot},
+        {"faketime", w_faketime},
         {"find", w_find},
         {"flock", w_flock},
         {"gh", h_gh},
@@ -857,27 +1369,37 @@ static const struct handler handlers[] = {
         {"nohup", w_nohup},
         {"npx", w_npx},
         {"nslookup", h_dns},
+        {"numactl", w_numactl},
         {"parallel", w_parallel},
+        {"prlimit", w_prlimit},
         {"proxychains", w_proxychains},
         {"proxychains4", w_proxychains},
         {"rbash", w_shell},
         {"rsync", h_rsync},
+        {"runuser", w_runuser},
         {"scp", h_scp},
         {"script", w_script},
+        {"setpriv", w_setpriv},
         {"setsid", w_plain},
         {"sftp", h_scp},
+        {"sg", w_sg},
         {"sh", w_shell},
         {"shopt", w_shopt},
+        {"source", w_source},
         {"ssh", h_ssh},
+        {"ssh-agent", w_ssh_agent},
         {"sshpass", w_sshpass},
         {"stdbuf", w_stdbuf},
         {"strace", w_strace},
         {"su", w_su},
         {"sudo", w_sudo},
+        {"taskset", w_taskset},
         {"time", w_time},
         {"timeout", w_timeout},
         {"torsocks", w_torsocks},
         {"trap", w_trap},
+        {"unbuffer", w_plain},
+        {"unshare", w_unshare},
         {"uv", w_uv},
         {"uvx", w_uvx},
         {"watch", w_watch},
@@ -887,6 +1409,26 @@ static const struct handler handlers[] = {
         {"xhs", h_httpie},
         {"zsh", w_shell},
 };
+
+/* git's own programs by name or path (git-push, /usr/lib/git-core/git-fetch): git SUBCOMMAND */
+static int w_git_dashed(struct cls_ctx *c, struct run *r)
+{
+	size_t bl;
+	const char *b = word_base(&r->v[0], &bl);
+	struct cls_word *nv = cls_alloc(c, (r->n + 1) * sizeof *nv, r->v[0].off);
+	if (nv == NULL)
+		return -1;
+	nv[0] = r->v[0];
+	nv[0].s = "git";
+	nv[0].len = 3;
+	nv[1] = r->v[0];
+	nv[1].s = b + 4;
+	nv[1].len = bl - 4;
+	memcpy(nv + 2, r->v + 1, (r->n - 1) * sizeof *nv);
+	r->v = nv;
+	r->n++;
+	return 1;
+}
 
 static int cmp_handler(const void *key, const void *elem)
 {
@@ -910,6 +1452,10 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 	int entered = 0, rc = 0;
 	while (r.n > 0) {
 		const struct cls_word *w = &r.v[0];
+		if (w->flags & CLS_W_DL) {
+			rc = refuse_program(c, w->off, 1, "the command word");
+			break;
+		}
 		if (w->flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE)) {
 			rc = cls_refuse(c, w->off, "command word is not static");
 			break;
@@ -932,13 +1478,28 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 		}
 		const struct handler *h = bsearch(base, handlers,
 		        sizeof handlers / sizeof handlers[0], sizeof handlers[0], cmp_handler);
-		if (h == NULL) {
-			/* package, cloud and raw network tools, interpreters (tools.c); any other
-			 * program has no network action of its own */
-			rc = cls_rule_tools(c, r.v, r.n, r.flags);
+		int (*fn)(struct cls_ctx *, struct run *) = h != NULL ? h->fn : NULL;
+		if (fn == NULL && bl > 4 && memcmp(base, "git-", 4) == 0)
+			fn = w_git_dashed;
+		else if (fn == NULL && is_ldso(base, bl))
+			fn = w_ldso;
+		if (fn == NULL) {
+			/* an interpreter whose program is not static is refused first (issue 12
+			 * item 3); then package, cloud and raw network tools, interpreters
+			 * (tools.c); any other program has no network action of its own */
+			const struct interp *in = find_interp(base, bl);
+			if (in != NULL && interp_stdin(c, &r, in) == -1)
+				rc = -1;
+			else
+				rc = cls_rule_tools(c, r.v, r.n, r.flags);
 			break;
 		}
-		int k = h->fn(c, &r);
+		int k = fn(c, &r);
+		if (k == -2) {
+			rc = cls_refuse(c, w->off,
+			        "`%.64s' runs a command that xargs' input supplies", w->s);
+			break;
+		}
 		if (k <= 0) {
 			rc = k;
 			break;

@@ -94,7 +94,11 @@ static void test_refusal_offsets(void **state)
 	expect_refusal("cat <<EOF", 9, 4, "here-document");
 	expect_refusal("echo 'abc", 9, 5, "single quote");
 	expect_refusal("ls &&", 5, 5, "end of input");
-	expect_refusal("bash -c \"$(curl x)\"", 19, 8, "not static");
+	expect_refusal("bash -c \"$(cat x)\"", 18, 8, "not static");
+	/* a download run as a program has its own reason (issue 12) */
+	expect_refusal("bash -c \"$(curl x)\"", 19, 8, "download-to-shell");
+	expect_refusal("curl -s x | sudo sh -s", 22, 17, "download-to-shell");
+	expect_refusal("$(wget -qO- x)", 14, 0, "download-to-shell");
 	expect_refusal("echo `ls", 8, 5, "backtick");
 	expect_refusal("(ls", 3, 3, "end of input");
 }
