@@ -325,6 +325,12 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 				        -1)
 					break;
 		}
+		/* a string holding a substitution and a construct that evaluates a value:
+		 * `x='a[$(git push)]'; (( x ))` runs git push (issue 12) */
+		if (c->latent && c->evaluates)
+			cls_refuse(c, c->latent_off,
+			        "a string holding a command substitution may be evaluated "
+			        "(arithmetic, a subscript, indirection)");
 	}
 	int rc = finish(c, result);
 	free_ctx(c);

@@ -105,6 +105,12 @@ struct cls_ctx {
 	/* tools.c */
 	struct cls_assign *assigns; /* registry-related environment assignments on the line */
 	unsigned registries;        /* ALLOW_REG_* bits: default registries the line reaches */
+	/* strings bash may evaluate later (issue 12): a static text holding "$(" or a backtick
+	 * (latent), and a construct that evaluates a variable's value as code (arithmetic, a
+	 * subscript, indirection, a nameref, ${x@P}); both together refuse the line */
+	int latent;
+	size_t latent_off;
+	int evaluates;
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
@@ -137,6 +143,18 @@ int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, 
 /* Classifies one simple command (wrappers, then the program's rule).  0 or -1. */
 int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
         const struct cls_doc *doc);
+
+/* An assignment NAME=VALUE found anywhere (a prefix, a statement, declare/export, env): the
+ * variables whose value bash or git runs later (PROMPT_COMMAND, PS4, BASH_ENV, GIT_EDITOR,
+ * GIT_CONFIG_VALUE_n, BASH_ALIASES[x], ...) are classified, followed or refused.  0 or -1. */
+int cls_assignment(struct cls_ctx *c, const struct cls_word *w);
+
+/* Classifies the substitutions in text that bash will expand as a double-quoted string (a
+ * prompt string, a here-document body): each $(...) and `...` as run.  0 or -1. */
+int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off);
+
+/* Notes a static text that holds a substitution bash has not run (yet). */
+void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off);
 
 /* Program rules (rules.c): each classifies argv v[0..n) of its program.  0 or -1. */
 int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);

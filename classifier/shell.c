@@ -325,6 +325,19 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 	wb_init(&b);
 	if (cls_enter(P->c, P->base + open) == -1)
 		return -1;
+	{
+		/* ${!x}, ${a[i]}, ${x:off}, ${x@P}: bash evaluates a value as a name, an
+		 * arithmetic expression or a prompt */
+		size_t i = P->pos;
+		if (at(P, i) == '!')
+			P->c->evaluates = 1;
+		while (i < P->len && is_name_char(P->s[i]))
+			i++;
+		char op = at(P, i), op2 = at(P, i + 1);
+		if (op == '[' || op == '@' || (op == ':' && op2 != '-' && op2 != '=' &&
+		                                      op2 != '?' && op2 != '+'))
+			P->c->evaluates = 1;
+	}
 	for (;;) {
 		if (P->pos >= P->len)
 			return ERR(P, open, "unterminated ${");
@@ -551,8 +564,10 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 			cls_leave(P->c);
 			if (r == -1)
 				return -1;
-			if (r == 0)
+			if (r == 0) {
+				P->c->evaluates = 1;
 				return wb_exp(P, b, flags);
+			}
 			mark_restore(P, &m);
 			arith_mark_bad(P, open);
 			P->pos = open + 2; /* "$(" then a subshell */
@@ -572,6 +587,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 	if (n == '[') {
 		/* the obsolete $[ arithmetic ]: substitutions inside are parsed as in $(( )) */
 		int depth = 0;
+		P->c->evaluates = 1;
 		struct wbuf tmp;
 		unsigned fl = 0;
 		wb_init(&tmp);
@@ -956,6 +972,7 @@ static int read_word(struct parser *P, struct token *t)
 	}
 	if (P->pos == start)
 		return ERR(P, start, "syntax error near `%c'", at(P, start));
+	cls_note_latent(P->c, b.p, b.n, P->base + start);
 	char *text = cls_strdup(P->c, b.p, b.n, P->base + start);
 	if (text == NULL)
 		return -1;
@@ -989,6 +1006,10 @@ static int scan_body(struct parser *P, size_t from, size_t to, struct cls_doc *d
 		if (ch == '\\') {
 			doc->nonstatic =
 			        1; /* its text would need unescaping; nobody needs it exactly */
+			if (sub.pos + 1 < sub.len && (sub.s[sub.pos + 1] == '`' ||
+			                                     (sub.s[sub.pos + 1] == '$' &&
+			                                             at(&sub, sub.pos + 2) == '(')))
+				cls_note_latent(P->c, "$(", 2, sub.base + sub.pos);
 			sub.pos += sub.pos + 1 < sub.len ? 2 : 1;
 		} else if (ch == '$') {
 			if (parse_dollar(&sub, &b, &fl, 1) == -1)
@@ -1038,7 +1059,9 @@ static int read_heredocs(struct parser *P)
 		if (h->doc->s == NULL)
 			return -1;
 		h->doc->len = end - body;
-		if (!h->quoted && scan_body(P, body, end, h->doc) == -1)
+		if (h->quoted)
+			cls_note_latent(P->c, h->doc->s, h->doc->len, P->base + body);
+		else if (scan_body(P, body, end, h->doc) == -1)
 			return -1;
 		h->doc->ready = 1;
 		P->pending = h->next;
@@ -1507,6 +1530,56 @@ static int is_assignment(const struct cls_word *w)
 	return i < w->len && s[i] == '=';
 }
 
+void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off)
+{
+	if (c->latent)
+		return;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '`' || (s[i] == '$' && i + 1 < len && s[i + 1] == '(')) {
+			c->latent = 1;
+			c->latent_off = off;
+			return;
+		}
+}
+
+int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off)
+{
+	if (cls_enter(c, off) == -1)
+		return -1;
+	struct cls_cmd *list = NULL;
+	struct parser sub;
+	memset(&sub, 0, sizeof sub);
+	sub.c = c;
+	sub.s = s;
+	sub.len = len;
+	sub.base = off;
+	sub.ptail = &sub.pending;
+	sub.tail = &list;
+	struct wbuf b;
+	unsigned fl = 0;
+	wb_init(&b);
+	while (sub.pos < sub.len) {
+		char ch = sub.s[sub.pos];
+		if (ch == '\\') {
+			sub.pos += sub.pos + 1 < sub.len ? 2 : 1;
+		} else if (ch == '$') {
+			if (parse_dollar(&sub, &b, &fl, 1) == -1)
+				return -1;
+		} else if (ch == '`') {
+			if (parse_backtick(&sub, &b, &fl) == -1)
+				return -1;
+		} else {
+			sub.pos++;
+		}
+		b.n = 0;
+	}
+	for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
+		if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) == -1)
+			return -1;
+	cls_leave(c);
+	return 0;
+}
+
 static int is_compound_start(const struct token *t)
 {
 	static const char *const starts[] = {
@@ -1546,7 +1619,10 @@ static int parse_simple(struct parser *P)
 			break;
 		if (cmd->argc == 0 && is_assignment(&t->w)) {
 			cls_note_assign(P->c, &t->w);
+			struct cls_word aw = t->w;
 			consume(P);
+			if (cls_assignment(P->c, &aw) == -1)
+				return -1;
 			continue;
 		}
 		struct cls_word w = t->w;
@@ -1681,6 +1757,7 @@ static int parse_for(struct parser *P)
 		return -1;
 	if (is_for && t->kind == T_LPAREN && at(P, P->pos) == '(') {
 		size_t open = t->off;
+		P->c->evaluates = 1;
 		consume(P);
 		P->pos++;
 		P->arith_semis = 0;
@@ -1803,6 +1880,11 @@ static int parse_dbracket(struct parser *P)
 		}
 		if (t->kind == T_REDIR && (t->op == R_HEREDOC || t->op == R_HERESTR))
 			return unexpected(P, t);
+		/* -eq and friends evaluate their operands as arithmetic, -v and -R a name */
+		static const char *const evals[] = {
+		        "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R", NULL};
+		if (in_stops(t, evals))
+			P->c->evaluates = 1;
 		consume(P);
 		n++;
 	}
@@ -1830,6 +1912,8 @@ static int parse_command(struct parser *P)
 			r = scan_arith(P, off);
 			if (r == -1)
 				return -1;
+			if (r == 0)
+				P->c->evaluates = 1;
 			if (r == 1) {
 				mark_restore(P, &m);
 				arith_mark_bad(P, off);

@@ -48,6 +48,11 @@ int cls_method_is_read(const char *s, size_t len)
 	return 0;
 }
 
+static int name_is(const char *s, size_t l, const char *lit)
+{
+	return strlen(lit) == l && memcmp(s, lit, l) == 0;
+}
+
 /* The basename of a static word. */
 static const char *word_base(const struct cls_word *w, size_t *len)
 {
@@ -415,7 +420,11 @@ static int w_env(struct cls_ctx *c, struct run *r)
 	}
 	if (k < r->n && cls_word_is(&r->v[k], "-"))
 		k++;
+	size_t a = k;
 	k = skip_assignments(c, r, k);
+	for (; a < k; a++)
+		if (cls_assignment(c, &r->v[a]) == -1)
+			return -1;
 	return shift(r, k);
 }
 
@@ -433,7 +442,11 @@ static int w_sudo(struct cls_ctx *c, struct run *r)
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
 	if (g.flagged)
 		return 0; /* lists, validates or edits: runs no command */
+	size_t a = k;
 	k = skip_assignments(c, r, k);
+	for (; a < k; a++)
+		if (cls_assignment(c, &r->v[a]) == -1)
+			return -1;
 	return shift(r, k);
 }
 
@@ -1275,18 +1288,96 @@ static int w_trap(struct cls_ctx *c, struct run *r)
 	return run_word_script(c, &r->v[k], "trap action", 0);
 }
 
+/* shopt [-pqsuo] NAME...: -s with expand_aliases (bundled as -qs too) turns aliases on */
 static int w_shopt(struct cls_ctx *c, struct run *r)
 {
 	int set = 0, hit = 0;
 	for (size_t i = 1; i < r->n; i++) {
-		if (cls_word_is(&r->v[i], "-s"))
+		const struct cls_word *w = &r->v[i];
+		if (w->flags & CLS_W_EXP)
+			hit = set = 1;
+		else if (w->len > 1 && w->s[0] == '-' && memchr(w->s, 's', w->len) != NULL)
 			set = 1;
-		else if ((r->v[i].flags & CLS_W_EXP) || cls_word_is(&r->v[i], "expand_aliases"))
+		else if (cls_word_is(w, "expand_aliases") || cls_word_is(w, "posix"))
 			hit = 1;
 	}
 	if (set && hit)
 		c->aliases_on = 1;
 	return 0;
+}
+
+/* set -o posix (or +o, bundled, any expansion): POSIX mode expands aliases */
+static int w_set(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if ((w->flags & CLS_W_EXP) || cls_word_is(w, "posix"))
+			c->aliases_on = 1;
+	}
+	return 0;
+}
+
+/* hash -p PATH NAME makes NAME run PATH: refused (BASH_CMDS[NAME]= is refused the same way) */
+static int w_hash(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->len > 1 && w->s[0] == '-' && memchr(w->s, 'p', w->len) != NULL)
+			return cls_refuse(
+			        c, w->off, "hash -p makes a name run another program: refused");
+		if (w->flags & CLS_W_EXP)
+			return cls_refuse(c, w->off, "hash option is not static");
+	}
+	return 0;
+}
+
+/* Builtins that take variable names (a name may carry a subscript that bash evaluates), or
+ * evaluate arithmetic: read, printf -v, unset, let, getopts, wait, test -v, ... */
+static int w_evaluates(struct cls_ctx *c, struct run *r)
+{
+	size_t bl;
+	const char *b = word_base(&r->v[0], &bl);
+	/* printf -v NAME, test -v NAME, wait -p NAME; the others always take names */
+	const char *opt = name_is(b, bl, "printf") ? "-v" :
+	                  name_is(b, bl, "wait")   ? "-p" :
+	                  (name_is(b, bl, "test") || name_is(b, bl, "[")) ? "-v" : NULL;
+	if (opt == NULL) {
+		c->evaluates = 1;
+		return 0;
+	}
+	for (size_t i = 1; i < r->n; i++)
+		if ((r->v[i].flags & CLS_W_EXP) || (r->v[i].len >= 2 && r->v[i].s[0] == '-' &&
+		                                           memchr(r->v[i].s, opt[1], r->v[i].len)))
+			c->evaluates = 1;
+	return 0;
+}
+
+/* declare/typeset/local/export/readonly: every NAME=VALUE argument is an assignment */
+static int w_declare(struct cls_ctx *c, struct run *r)
+{
+	c->evaluates = 1; /* -n namerefs, -i integers, NAME[subscript] */
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->len > 0 && w->s[0] != '-' && w->s[0] != '+' && memchr(w->s, '=', w->len) &&
+		        cls_assignment(c, w) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* mapfile/readarray -C CALLBACK runs CALLBACK as a command every -c lines */
+static int w_mapfile(struct cls_ctx *c, struct run *r)
+{
+	static const struct cls_opts spec = {"dnOsutcC", NULL, NULL, 0, 0};
+	struct grab g = {.c = 'C'};
+	c->evaluates = 1;
+	cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (!g.found || g.vw == NULL)
+		return 0;
+	struct cls_word w = *g.vw;
+	w.s = g.val;
+	w.len = g.vlen;
+	return run_word_script(c, &w, "mapfile -C callback", 0);
 }
 
 static int w_alias(struct cls_ctx *c, struct run *r)
@@ -1310,6 +1401,79 @@ static int w_alias(struct cls_ctx *c, struct run *r)
 		nm->next = c->aliases;
 		c->aliases = nm;
 	}
+	return 0;
+}
+
+int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
+{
+	/* variables whose value git or a program it starts runs as a shell command */
+	static const char *const commands[] = {"PROMPT_COMMAND", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+	        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
+	        "SSH_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "FCEDIT", NULL};
+	static const char *const prompts[] = {"PS0", "PS1", "PS2", "PS3", "PS4", NULL};
+	const char *s = w->s;
+	const char *eq = memchr(s, '=', w->len);
+	if (eq == NULL)
+		return 0;
+	size_t nl = (size_t)(eq - s);
+	if (nl > 0 && s[nl - 1] == '+')
+		nl--;
+	const char *val = eq + 1;
+	size_t vl = w->len - (size_t)(val - s);
+	int nonstatic = memchr(val, CLS_EXP_MARK, vl) != NULL;
+	const char *sub = memchr(s, '[', nl);
+	if (sub != NULL) {
+		c->evaluates = 1; /* an indexed array's subscript is arithmetic */
+		size_t bl = (size_t)(sub - s);
+		if (name_is(s, bl, "BASH_CMDS"))
+			return cls_refuse(
+			        c, w->off, "BASH_CMDS makes a name run another program: refused");
+		if (name_is(s, bl, "BASH_ALIASES")) {
+			/* defines the alias named by the subscript */
+			const char *rb = memchr(sub, ']', nl - bl);
+			size_t al = rb ? (size_t)(rb - sub - 1) : 0;
+			if (al == 0 || memchr(sub + 1, CLS_EXP_MARK, al) != NULL) {
+				c->alias_any = 1;
+				return 0;
+			}
+			struct cls_name *nm = cls_alloc(c, sizeof *nm + al + 1, w->off);
+			if (nm == NULL)
+				return -1;
+			nm->len = al;
+			memcpy(nm->s, sub + 1, al);
+			nm->s[al] = '\0';
+			nm->next = c->aliases;
+			c->aliases = nm;
+		}
+		return 0;
+	}
+	if (cls_in_list(commands, s, nl) ||
+	        (nl > 17 && memcmp(s, "GIT_CONFIG_VALUE_", 17) == 0)) {
+		if (w->flags & CLS_W_DL)
+			return refuse_program(c, w->off, 1, "a variable git runs");
+		if (nonstatic)
+			return cls_refuse(c, w->off, "%.*s holds a command and is not static",
+			        (int)nl, s);
+		if (vl > 0 && val[0] == '!') {
+			val++;
+			vl--;
+		}
+		return cls_run_script(c, val, vl, w->off, 0);
+	}
+	if (cls_in_list(prompts, s, nl))
+		return cls_run_expansions(c, val, vl, w->off);
+	if (name_is(s, nl, "BASH_ENV") || name_is(s, nl, "ENV")) {
+		/* a start-up file: a file is out of reach, anything else is not static */
+		if (nonstatic)
+			return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
+			        "a start-up file that is not static (BASH_ENV, ENV)");
+		return 0;
+	}
+	if (name_is(s, nl, "GIT_CONFIG_PARAMETERS") || name_is(s, nl, "GIT_EXEC_PATH"))
+		return cls_refuse(c, w->off, "%.*s changes what git runs: refused", (int)nl, s);
+	if (name_is(s, nl, "POSIXLY_CORRECT") || name_is(s, nl, "SHELLOPTS") ||
+	        name_is(s, nl, "BASHOPTS"))
+		c->aliases_on = 1;
 	return 0;
 }
 
@@ -1337,6 +1501,7 @@ struct handler {
 /* Sorted by name (strcmp order) for bsearch. */
 static const struct handler handlers[] = {
         {".", w_source},
+        {"[", w_evaluates},
         {"alias", w_alias},
         {"ash", w_shell},
         {"bash", w_shell},
@@ -1347,23 +1512,30 @@ static const struct handler handlers[] = {
         {"command", w_command},
         {"curl", h_curl},
         {"dash", w_shell},
+        {"declare", w_declare},
         {"dig", h_dns},
         {"doas", w_doas},
         {"eatmydata", w_nohup},
         {"env", w_env},
         {"eval", w_eval},
         {"exec", w_exec},
+        {"export", w_declare},
         {"fakeroot", w_fakeroot},
         {"faketime", w_faketime},
         {"find", w_find},
         {"flock", w_flock},
+        {"getopts", w_evaluates},
         {"gh", h_gh},
         {"git", h_git},
+        {"hash", w_hash},
         {"host", h_dns},
         {"http", h_httpie},
         {"https", h_httpie},
         {"ionice", w_ionice},
         {"ksh", w_shell},
+        {"let", w_evaluates},
+        {"local", w_declare},
+        {"mapfile", w_mapfile},
         {"mksh", w_shell},
         {"nice", w_nice},
         {"nohup", w_nohup},
@@ -1371,14 +1543,19 @@ static const struct handler handlers[] = {
         {"nslookup", h_dns},
         {"numactl", w_numactl},
         {"parallel", w_parallel},
+        {"printf", w_evaluates},
         {"prlimit", w_prlimit},
         {"proxychains", w_proxychains},
         {"proxychains4", w_proxychains},
         {"rbash", w_shell},
+        {"read", w_evaluates},
+        {"readarray", w_mapfile},
+        {"readonly", w_declare},
         {"rsync", h_rsync},
         {"runuser", w_runuser},
         {"scp", h_scp},
         {"script", w_script},
+        {"set", w_set},
         {"setpriv", w_setpriv},
         {"setsid", w_plain},
         {"sftp", h_scp},
@@ -1394,14 +1571,18 @@ static const struct handler handlers[] = {
         {"su", w_su},
         {"sudo", w_sudo},
         {"taskset", w_taskset},
+        {"test", w_evaluates},
         {"time", w_time},
         {"timeout", w_timeout},
         {"torsocks", w_torsocks},
         {"trap", w_trap},
+        {"typeset", w_declare},
         {"unbuffer", w_plain},
+        {"unset", w_evaluates},
         {"unshare", w_unshare},
         {"uv", w_uv},
         {"uvx", w_uvx},
+        {"wait", w_evaluates},
         {"watch", w_watch},
         {"wget", h_wget},
         {"xargs", w_xargs},
