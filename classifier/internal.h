@@ -42,6 +42,8 @@ struct cls_doc {
 #define CLS_C_STDIN 0x02u /* standard input redirected from a file, here-doc or string */
 #define CLS_C_XARGS 0x04u /* further unknown arguments are appended (xargs, parallel) */
 #define CLS_C_DLIN 0x08u  /* standard input carries what a download printed */
+#define CLS_C_XOPTS 0x10u /* the appended words come from the line (a pipe, a here-string):
+                             they may be options */
 
 /* One simple command as the parser found it: assignments and redirections removed. */
 struct cls_cmd {

@@ -15,6 +15,16 @@ static int in_set(const char *const *set, const struct cls_word *w)
 	return cls_in_list(set, w->s, w->len);
 }
 
+/* Whether an unquoted glob or brace in w can make it an option, or more than one word that
+ * may be one: `curl --data-binary{,} x` is `--data-binary --data-binary x' to the program, and
+ * a file named -d matches `*'. */
+static int may_become_option(const struct cls_word *w)
+{
+	return (w->flags & (CLS_W_GLOB | CLS_W_BRACE)) && w->len > 0 &&
+	       (w->s[0] == '-' || w->s[0] == '*' || w->s[0] == '?' || w->s[0] == '[' ||
+	               w->s[0] == '{');
+}
+
 static int starts_with(const struct cls_word *w, const char *p)
 {
 	size_t l = strlen(p);
@@ -140,6 +150,175 @@ static size_t first_operand(const struct cls_word *v, size_t n, size_t i)
 	return i;
 }
 
+/* Whether git config key k (len kl, "section[.sub].name") names a command git runs: an editor,
+ * a pager, an ssh or proxy command, a diff, merge, filter or credential program, ...  Section
+ * and name are compared without case, as git does. */
+static int git_command_key(const char *k, size_t kl)
+{
+	static const char *const two[] = {"core.editor", "core.pager", "core.sshcommand",
+	        "core.gitproxy", "core.fsmonitor", "core.askpass", "core.alternaterefscommand",
+	        "sequence.editor", "diff.external", "credential.helper", "gpg.program",
+	        "interactive.difffilter", "sendemail.sendmailcmd", "sendemail.tocmd",
+	        "sendemail.cccmd", "uploadpack.packobjectshook", NULL};
+	static const char *const three[] = {"diff.command", "diff.textconv", "difftool.cmd",
+	        "mergetool.cmd", "merge.driver", "filter.clean", "filter.smudge", "filter.process",
+	        "credential.helper", "gpg.program", "browser.cmd", "man.cmd", "remote.uploadpack",
+	        "remote.receivepack", "submodule.update", "trailer.command", "trailer.cmd", NULL};
+	const char *d1 = memchr(k, '.', kl);
+	if (d1 == NULL)
+		return 0;
+	const char *d2 = k + kl;
+	while (d2 > d1 + 1 && d2[-1] != '.')
+		d2--;
+	size_t sl = (size_t)(d1 - k), nl = (size_t)(k + kl - d2);
+	if (sl == 5 && strncasecmp(k, "pager", 5) == 0)
+		return 1; /* pager.CMD */
+	const char *const *set = d2 == d1 + 1 ? two : three;
+	for (size_t i = 0; set[i] != NULL; i++) {
+		const char *dot = strchr(set[i], '.');
+		if ((size_t)(dot - set[i]) == sl && strncasecmp(set[i], k, sl) == 0 &&
+		        strlen(dot + 1) == nl && strncasecmp(dot + 1, d2, nl) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* -c KEY=VALUE: a command-valued KEY runs VALUE (with a leading '!' for shell helpers); a
+ * key that is not static may be one.  0 or -1. */
+static int git_config_value(struct cls_ctx *c, const struct cls_word *w, size_t voff)
+{
+	const char *s = w->s + voff;
+	size_t len = w->len - voff;
+	const char *eq = memchr(s, '=', len);
+	size_t kl = eq ? (size_t)(eq - s) : len;
+	if (memchr(s, CLS_EXP_MARK, kl) != NULL)
+		return cls_refuse(c, w->off, "git -c key is not static");
+	if (eq == NULL || !git_command_key(s, kl))
+		return 0;
+	const char *val = eq + 1;
+	size_t vl = len - kl - 1;
+	if (memchr(val, CLS_EXP_MARK, vl) != NULL)
+		return cls_refuse(c, w->off, "%s command is not static",
+		        (w->flags & CLS_W_DL) ? "download-to-shell: git config" : "git config");
+	if (vl > 0 && val[0] == '!') {
+		val++;
+		vl--;
+	}
+	return cls_run_script(c, val, vl, w->off, 0);
+}
+
+/* Whether w is --NAME[=...] with NAME a non-empty prefix, at least min bytes long, of long
+ * (git's parse-options takes unique prefixes). */
+static int git_long_is(const struct cls_word *w, const char *lng, size_t min)
+{
+	if (w->len < 3 || w->s[0] != '-' || w->s[1] != '-' || (w->flags & CLS_W_LEADEXP))
+		return 0;
+	const char *eq = memchr(w->s, '=', w->len);
+	size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+	return nl >= min && nl <= strlen(lng) && memcmp(w->s + 2, lng, nl) == 0;
+}
+
+/* An ext::COMMAND URL: git runs COMMAND itself, split at spaces ("% " is a space, "%%" a
+ * percent sign, %s/%S the service; any other % sequence is an error and runs nothing), when
+ * protocol.ext.allow lets it (always assumed here).  0 or -1. */
+static int git_ext_command(struct cls_ctx *c, const struct cls_word *w)
+{
+	if (memchr(w->s, CLS_EXP_MARK, w->len) != NULL)
+		return cls_refuse(c, w->off, "git ext:: command is not static");
+	size_t n = w->len - 5;
+	char *buf = cls_alloc(c, n + 1, w->off);
+	struct cls_word *argv = cls_alloc(c, (n / 2 + 2) * sizeof *argv, w->off);
+	if (buf == NULL || argv == NULL)
+		return -1;
+	size_t argc = 0, b = 0;
+	const char *p = w->s + 5, *end = w->s + w->len;
+	while (p < end) {
+		while (p < end && *p == ' ')
+			p++;
+		if (p >= end)
+			break;
+		size_t start = b;
+		while (p < end && *p != ' ') {
+			if (*p == '%') {
+				if (p + 1 >= end)
+					return 0;
+				char e = p[1];
+				p += 2;
+				if (e == ' ' || e == '%') {
+					buf[b++] = e;
+				} else if (e == 's' || e == 'S') {
+					continue; /* the service name: no network program */
+				} else if (e == 'G' || e == 'V') {
+					continue;
+				} else {
+					return 0; /* git refuses the URL */
+				}
+				continue;
+			}
+			buf[b++] = *p++;
+		}
+		argv[argc].s = buf + start;
+		argv[argc].len = b - start;
+		argv[argc].flags = 0;
+		argv[argc].off = w->off;
+		buf[b++] = '\0';
+		argc++;
+	}
+	if (argc == 0)
+		return 0;
+	if (cls_enter(c, w->off) == -1 || cls_run_cmd(c, argv, argc, 0, NULL) == -1)
+		return -1;
+	cls_leave(c);
+	return 0;
+}
+
+/* Options after the subcommand that make git run a program on the other end of a transport
+ * (--upload-pack, --receive-pack, --exec, and clone's and ls-remote's -u), and ext:: URLs,
+ * whose command git runs itself.  0 or -1. */
+static int git_transport_commands(
+        struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i, int dash_u)
+{
+	static const char *const opts[] = {"upload-pack", "receive-pack", "exec", NULL};
+	for (size_t j = i + 1; j < n; j++) {
+		const struct cls_word *w = &v[j];
+		if (w->len >= 5 && memcmp(w->s, "ext::", 5) == 0) {
+			if (git_ext_command(c, w) == -1)
+				return -1;
+			continue;
+		}
+		struct cls_word cmd;
+		int hit = 0;
+		for (size_t k = 0; opts[k] != NULL && !hit; k++)
+			hit = git_long_is(w, opts[k], 2);
+		if (hit) {
+			const char *eq = memchr(w->s, '=', w->len);
+			if (eq != NULL) {
+				cmd = *w;
+				cmd.s = eq + 1;
+				cmd.len = w->len - (size_t)(eq + 1 - w->s);
+			} else if (j + 1 < n) {
+				cmd = v[++j];
+			} else {
+				continue;
+			}
+		} else if (dash_u && cls_word_is(w, "-u") && j + 1 < n) {
+			cmd = v[++j];
+		} else if (dash_u && w->len > 2 && memcmp(w->s, "-u", 2) == 0 &&
+		           !(w->flags & CLS_W_LEADEXP)) {
+			cmd = *w;
+			cmd.s += 2;
+			cmd.len -= 2;
+		} else {
+			continue;
+		}
+		if (memchr(cmd.s, CLS_EXP_MARK, cmd.len) != NULL)
+			return cls_refuse(c, cmd.off, "git transport command is not static");
+		if (cls_run_script(c, cmd.s, cmd.len, cmd.off, 0) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 struct git_alias {
 	const char *name;
 	size_t nlen;
@@ -156,6 +335,9 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	const struct cls_word *sub = &v[i];
 	if (sub->flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE))
 		return cls_refuse(c, sub->off, "git subcommand is not static");
+	if (git_transport_commands(c, v, n, i,
+	            cls_word_is(sub, "clone") || cls_word_is(sub, "ls-remote")) == -1)
+		return -1;
 	if (in_set(git_push, sub)) {
 		c->tags |= ALLOW_TAG_GIT_PUSH;
 		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
@@ -177,8 +359,11 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		        (cls_word_is(op, "show") && !(k + 1 < n && cls_word_is(&v[k + 1], "-n")))) {
 			c->tags |= ALLOW_TAG_GIT_FETCH;
 		} else if (cls_word_is(op, "add")) {
+			/* -f, --fetch or a prefix of it (--fe): parse-options takes prefixes */
 			for (size_t j = k + 1; j < n; j++)
-				if (cls_word_is(&v[j], "-f") || cls_word_is(&v[j], "--fetch"))
+				if (cls_word_is(&v[j], "-f") || git_long_is(&v[j], "fetch", 1) ||
+				        (v[j].len > 1 && v[j].s[0] == '-' && v[j].s[1] != '-' &&
+				                memchr(v[j].s, 'f', v[j].len)))
 					c->tags |= ALLOW_TAG_GIT_FETCH;
 		} else if (op->flags & CLS_W_EXP) {
 			c->tags |= ALLOW_TAG_GIT_FETCH;
@@ -187,7 +372,7 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	}
 	if (cls_word_is(sub, "archive")) {
 		for (size_t j = i + 1; j < n; j++)
-			if (starts_with(&v[j], "--remote") || (v[j].flags & CLS_W_LEADEXP))
+			if (git_long_is(&v[j], "remote", 1) || (v[j].flags & CLS_W_LEADEXP))
 				c->tags |= ALLOW_TAG_GIT_FETCH;
 		return 0;
 	}
@@ -264,14 +449,15 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		for (size_t j = i + 1; j < n; j++) {
 			const struct cls_word *w = &v[j];
 			struct cls_word cmd;
-			if (cls_word_is(w, "-x") || cls_word_is(w, "--exec")) {
+			const char *eq = memchr(w->s, '=', w->len);
+			if (cls_word_is(w, "-x") || (git_long_is(w, "exec", 3) && eq == NULL)) {
 				if (j + 1 >= n)
 					break;
 				cmd = v[++j];
-			} else if (starts_with(w, "--exec=")) {
+			} else if (git_long_is(w, "exec", 3)) {
 				cmd = *w;
-				cmd.s += 7;
-				cmd.len -= 7;
+				cmd.s = eq + 1;
+				cmd.len = w->len - (size_t)(eq + 1 - w->s);
 			} else if (starts_with(w, "-x") && !(w->flags & CLS_W_LEADEXP)) {
 				cmd = *w;
 				cmd.s += 2;
@@ -336,6 +522,21 @@ static int git_main(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 		} else if (starts_with(w, "--") && w->len > 2) {
 			const char *eq = memchr(w->s, '=', w->len);
 			size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+			if (nl == 10 && memcmp(w->s + 2, "config-env", 10) == 0) {
+				/* --config-env KEY=ENVVAR: the value is in the environment */
+				const struct cls_word *kv = eq ? w : (i + 1 < n ? &v[i + 1] : NULL);
+				size_t ko = eq ? (size_t)(eq + 1 - w->s) : 0;
+				if (kv != NULL) {
+					const char *ke = memchr(kv->s + ko, '=', kv->len - ko);
+					size_t kl = ke ? (size_t)(ke - kv->s) - ko : kv->len - ko;
+					if (memchr(kv->s + ko, CLS_EXP_MARK, kl) != NULL ||
+					        git_command_key(kv->s + ko, kl) ||
+					        (kl > 6 && strncasecmp(kv->s + ko, "alias.", 6) == 0))
+						return cls_refuse(c, kv->off,
+						        "git --config-env sets a command from the "
+						        "environment: refused");
+				}
+			}
 			if (!eq && cls_in_list(git_global_lv, w->s + 2, nl))
 				i++;
 			i++;
@@ -347,6 +548,8 @@ static int git_main(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 			i++;
 		}
 		if (val != NULL) {
+			if (git_config_value(c, val, voff) == -1)
+				return -1;
 			/* -c alias.NAME=VALUE defines an alias for this run */
 			const char *s = val->s + voff;
 			size_t len = val->len - voff;
@@ -382,7 +585,8 @@ static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const str
 		return -1;
 	if (len > 0 && s[0] == '!') {
 		/* a shell alias: git runs it with sh -c, the arguments appended */
-		if (cls_run_script(c, s + 1, len - 1, w->off, flags & CLS_C_XARGS) == -1)
+		if (cls_run_script(c, s + 1, len - 1, w->off, flags & (CLS_C_XARGS | CLS_C_XOPTS)) ==
+		        -1)
 			return -1;
 		cls_leave(c);
 		return 0;
@@ -441,7 +645,30 @@ static const char *const curl_lv[] = {"abstract-unix-socket", "alt-svc", "aws-si
         "socks5-hostname", "speed-limit", "speed-time", "stderr", "telnet-option", "tftp-blksize",
         "time-cond", "tls-max", "tls13-ciphers", "tlsauthtype", "tlspassword", "tlsuser", "trace",
         "trace-ascii", "trace-config", "unix-socket", "upload-file", "url", "url-query", "user",
-        "user-agent", "variable", "write-out", NULL};
+        "user-agent", "variable", "write-out", 
+        /* curl takes a unique prefix of a long option (curl 7.88 --help all) */
+        CLS_LONG_FLAGS,
+        "anyauth", "append", "basic", "cert-status", "compressed", "compressed-ssh",
+        "create-dirs", "crlf", "digest", "disable", "disable-eprt", "disable-epsv",
+        "disallow-username-in-url", "doh-cert-status", "doh-insecure", "fail", "fail-early",
+        "fail-with-body", "false-start", "form-escape", "ftp-create-dirs", "ftp-pasv", "ftp-pret",
+        "ftp-skip-pasv-ip", "ftp-ssl-ccc", "ftp-ssl-control", "get", "globoff",
+        "haproxy-protocol", "head", "help", "http0.9", "http1.0", "http1.1", "http2",
+        "http2-prior-knowledge", "http3", "http3-only", "ignore-content-length", "include",
+        "insecure", "ipv4", "ipv6", "junk-session-cookies", "list-only", "location",
+        "location-trusted", "mail-rcpt-allowfails", "manual", "metalink", "negotiate", "netrc",
+        "netrc-optional", "next", "no-alpn", "no-buffer", "no-clobber", "no-keepalive", "no-npn",
+        "no-progress-meter", "no-sessionid", "ntlm", "ntlm-wb", "parallel", "parallel-immediate",
+        "path-as-is", "post301", "post302", "post303", "progress-bar", "proxy-anyauth",
+        "proxy-basic", "proxy-digest", "proxy-insecure", "proxy-negotiate", "proxy-ntlm",
+        "proxy-ssl-allow-beast", "proxy-ssl-auto-client-cert", "proxy-tlsv1", "proxytunnel",
+        "raw", "remote-header-name", "remote-name", "remote-name-all", "remote-time",
+        "remove-on-error", "retry-all-errors", "retry-connrefused", "sasl-ir", "show-error",
+        "silent", "socks5-basic", "socks5-gssapi", "socks5-gssapi-nec", "ssl", "ssl-allow-beast",
+        "ssl-auto-client-cert", "ssl-no-revoke", "ssl-reqd", "ssl-revoke-best-effort", "sslv2",
+        "sslv3", "styled-output", "suppress-connect-headers", "tcp-fastopen", "tcp-nodelay",
+        "tftp-no-options", "tlsv1", "tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3", "tr-encoding",
+        "trace-time", "use-ascii", "verbose", "version", "xattr", NULL};
 static const char *const curl_body[] = {"data", "data-ascii", "data-binary", "data-raw",
         "data-urlencode", "json", "form", "form-string", "upload-file", NULL};
 
@@ -525,14 +752,15 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 
 int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	(void)flags;
 	static const struct cls_opts spec = {"AbcCdDeEFHKmoPQrtTuUwxXyYz", NULL, curl_lv, 0, 0};
 	struct curl_state st = {0, 0, 0, 0, 0};
 	size_t i = 1;
 	int urls_only = 0;
+	if (flags & CLS_C_XOPTS)
+		st.unknown = 1; /* xargs appends words the line wrote: options, maybe */
 	while (i < n) {
 		const struct cls_word *w = &v[i];
-		if (w->flags & CLS_W_LEADEXP) {
+		if ((w->flags & CLS_W_LEADEXP) || may_become_option(w)) {
 			/* an expansion where an option could be: any option at all */
 			st.unknown = 1;
 			i++;
@@ -580,7 +808,23 @@ static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "bo
         "certificate", "private-key", "certificate-type", "private-key-type", "secure-protocol",
         "ftp-user", "ftp-password", "proxy-user", "proxy-password", "default-page", "config",
         "progress", "local-encoding", "remote-encoding", "accept-regex", "reject-regex",
-        "regex-type", "cut-dirs", "backups", "report-speed", "warc-file", "use-askpass", NULL};
+        "regex-type", "cut-dirs", "backups", "report-speed", "warc-file", "use-askpass", "ciphers", "compression", "crl-file", "follow-tags", "ignore-tags", "pinnedpubkey", "prefer-family", "rejected-log", "retry-on-http-error", "start-pos", "warc-dedup", "warc-header", "warc-max-size", "warc-tempdir", 
+        /* getopt_long: a unique prefix stands for its option (wget 1.21 --help) */
+        CLS_LONG_FLAGS,
+        "adjust-extension", "ask-password", "auth-no-challenge", "background", "backup-converted",
+        "content-disposition", "content-on-error", "continue", "convert-file-only",
+        "convert-links", "debug", "delete-after", "follow-ftp", "force-directories", "force-html",
+        "ftps-clear-data-connection", "ftps-fallback-to-ftp", "ftps-implicit", "ftps-resume-ssl",
+        "help", "hsts-file", "https-only", "ignore-case", "ignore-length", "inet4-only",
+        "inet6-only", "keep-session-cookies", "max-redirect", "mirror", "no-cache",
+        "no-check-certificate", "no-config", "no-cookies", "no-dns-cache", "no-glob", "no-hsts",
+        "no-http-keep-alive", "no-if-modified-since", "no-iri", "no-netrc", "no-passive-ftp",
+        "no-proxy", "no-remove-listing", "no-use-server-timestamps", "no-warc-compression",
+        "no-warc-digests", "no-warc-keep-log", "page-requisites", "preserve-permissions",
+        "protocol-directories", "quiet", "random-wait", "recursive", "relative", "retr-symlinks",
+        "retry-connrefused", "save-headers", "server-response", "show-progress", "span-hosts",
+        "spider", "strict-comments", "timestamping", "trust-server-names", "unlink", "verbose",
+        "version", "warc-cdx", "xattr", NULL};
 
 struct wget_state {
 	int write;
@@ -645,13 +889,12 @@ static int wget_opt(void *arg, const struct cls_opt *o)
 
 int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	(void)flags;
 	static const struct cls_opts spec = {"aABDeiIloOPQRtTUwX", NULL, wget_lv, 0, 0};
-	struct wget_state st = {0, 0};
+	struct wget_state st = {0, (flags & CLS_C_XOPTS) != 0};
 	size_t i = 1;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
-		if (w->flags & CLS_W_LEADEXP) {
+		if ((w->flags & CLS_W_LEADEXP) || may_become_option(w)) {
 			st.unknown = 1;
 			i++;
 			continue;
@@ -763,6 +1006,8 @@ int cls_rule_httpie(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 			i = k;
 			continue;
 		}
+		if (may_become_option(w))
+			st.unknown = 1;
 		if (npos < 2)
 			pos[npos] = w;
 		npos++;

@@ -2014,7 +2014,11 @@ static int parse_command(struct parser *P)
 		/* a coproc of a coproc is a syntax error to bash (fuzz finding) */
 		if (is_word(t, "coproc"))
 			return unexpected(P, t);
+		struct cls_cmd **cfrom = P->tail;
 		r = parse_command(P);
+		/* a coprocess reads from a pipe (httpie sends it as a body) */
+		if (r == 0)
+			mark_cmds(*cfrom, CLS_C_PIPED, NULL);
 		cls_leave(P->c);
 		return r;
 	} else {

@@ -3,6 +3,7 @@
  *
  * A wrapper handler returns 1 with r->v/r->n moved to the command it runs, 0 when nothing more
  * runs (or it classified a script itself), -1 when the line is refused. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,16 @@ int cls_method_is_read(const char *s, size_t len)
 static int name_is(const char *s, size_t l, const char *lit)
 {
 	return strlen(lit) == l && memcmp(s, lit, l) == 0;
+}
+
+/* Whether w is --NAME[=...] where NAME is a non-empty prefix of lng. */
+static int git_prefix(const struct cls_word *w, const char *lng)
+{
+	if (w->len < 3 || w->s[0] != '-' || w->s[1] != '-' || (w->flags & CLS_W_EXP))
+		return 0;
+	const char *eq = memchr(w->s, '=', w->len);
+	size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+	return nl > 0 && nl <= strlen(lng) && memcmp(w->s + 2, lng, nl) == 0;
 }
 
 /* The basename of a static word. */
@@ -270,6 +281,7 @@ static int run_word_script(
 
 static int stdin_program(
         struct cls_ctx *c, const struct run *r, int shell, unsigned inherit, size_t off);
+static int is_network_program(const char *b, size_t bl);
 
 /* ---- option collectors ------------------------------------------------------------------ */
 
@@ -583,26 +595,23 @@ static int w_plain(struct cls_ctx *c, struct run *r)
 	return shift(r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
 
+/* flock [options] FILE COMMAND... or flock [options] FILE -c STRING: options stop at the file
+ * (its getopt string starts with '+'), and -c is looked for right after it */
 static int w_flock(struct cls_ctx *c, struct run *r)
 {
-	static const char *const lv[] = {"conflict-exit-code", "timeout", "command", CLS_LONG_FLAGS,
-	        "shared", "exclusive", "unlock", "nonblock", "nb",
-	        "no-fork", "close", "verbose", "help", "version", NULL};
-	static const struct cls_opts spec = {"Ewc", NULL, lv, 0, 0};
-	struct grab g = {.c = 'c', .l = "command"};
-	walk_permuted(r, &spec, &g);
-	if (g.found && g.vw != NULL) {
-		struct cls_word w = *g.vw;
-		w.s = g.val;
-		w.len = g.vlen;
-		return run_word_script(c, &w, "flock -c command", r->flags);
-	}
+	static const char *const lv[] = {"conflict-exit-code", "timeout", CLS_LONG_FLAGS, "shared",
+	        "exclusive", "unlock", "nonblock", "nb", "no-fork", "close", "verbose", "help",
+	        "version", NULL};
+	static const struct cls_opts spec = {"Ew", NULL, lv, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
-	/* k is the lock file (or fd); the command follows it, options permuted among them */
 	if (k + 1 >= r->n)
 		return 0;
-	k = cls_opts_walk(r->v, r->n, k + 1, &spec, NULL, NULL, NULL);
-	return shift(r, k);
+	if (cls_word_is(&r->v[k + 1], "-c") || cls_word_is(&r->v[k + 1], "--command")) {
+		if (k + 2 >= r->n)
+			return 0;
+		return run_word_script(c, &r->v[k + 2], "flock -c command", r->flags);
+	}
+	return shift(r, k + 1);
 }
 
 static int w_script(struct cls_ctx *c, struct run *r)
@@ -871,17 +880,385 @@ static int w_numactl(struct cls_ctx *c, struct run *r)
 	return shift(r, k);
 }
 
+/* ---- programs that run command lines of their own ------------------------------------ */
+
+/* An awk program that can run a command: system(), a pipe to or from a command (print | "cmd",
+ * "cmd" | getline), or |& (gawk's coprocess).  String literals are skipped; `||' is logic. */
+static int awk_runs(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char ch = p[i];
+		if (ch == '"') {
+			for (i++; i < n && p[i] != '"'; i++)
+				if (p[i] == '\\')
+					i++;
+			continue;
+		}
+		if (ch == CLS_EXP_MARK)
+			return 1; /* part of the program comes from an expansion */
+		if (ch == '|') {
+			if (i + 1 < n && p[i + 1] == '|') {
+				i++;
+				continue;
+			}
+			return 1;
+		}
+		if (ch == 's' && i + 6 <= n && memcmp(p + i, "system", 6) == 0 &&
+		        (i == 0 || !(isalnum((unsigned char)p[i - 1]) || p[i - 1] == '_')))
+			return 1;
+	}
+	return 0;
+}
+
+/* awk [options] 'PROGRAM' [files]: a program that runs commands is refused (they are awk
+ * strings, not shell words: refusing is simpler than following); -f files are out of reach. */
+static int w_awk(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"file", "field-separator", "assign", "source", "exec",
+	        "include", "load", CLS_LONG_FLAGS, "characters-as-bytes", "traditional",
+	        "copyright", "debug", "dump-variables", "gen-pot", "help", "lint", "bignum",
+	        "use-lc-numeric", "no-optimize", "optimize", "posix", "re-interval", "sandbox",
+	        "version", NULL};
+	static const struct cls_opts spec = {"fFvelEiL", NULL, lv, 0, 0};
+	struct awk_state {
+		int file;
+		int refuse;
+		size_t off;
+	} st = {0, 0, 0};
+	size_t k = 1;
+	while (k < r->n) {
+		const struct cls_word *w = &r->v[k];
+		if (w->len < 2 || w->s[0] != '-')
+			break;
+		if (cls_word_is(w, "--")) {
+			k++;
+			break;
+		}
+		size_t next = cls_opts_walk(r->v, r->n, k, &spec, NULL, NULL, NULL);
+		for (size_t j = k; j < next; j++) {
+			const struct cls_word *o = &r->v[j];
+			/* -f FILE / -E FILE: the program is a file; -e / --source TEXT is one */
+			if (cls_word_is(o, "-f") || cls_word_is(o, "-E") || git_prefix(o, "file") ||
+			        git_prefix(o, "exec"))
+				st.file = 1;
+			if ((cls_word_is(o, "-e") || git_prefix(o, "source")) && j + 1 < next) {
+				const struct cls_word *t = &r->v[j + 1];
+				if (awk_runs(t->s, t->len))
+					return cls_refuse(c, t->off, "awk program runs commands: refused");
+				st.file = 1;
+			}
+		}
+		if (next == k)
+			break;
+		k = next;
+	}
+	if (st.file || k >= r->n)
+		return 0;
+	const struct cls_word *prog = &r->v[k];
+	if (awk_runs(prog->s, prog->len))
+		return cls_refuse(c, prog->off, "awk program runs commands: refused");
+	return 0;
+}
+
+/* A sed script that runs a command: GNU sed's `e' command or the `e' flag of s///. */
+static int sed_runs(const char *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		/* skip blanks, separators and the address */
+		while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == ';' || p[i] == '\n' ||
+		                        p[i] == '{' || p[i] == '}' || p[i] == '!'))
+			i++;
+		if (i >= n)
+			break;
+		for (;;) {
+			if (i < n && (isdigit((unsigned char)p[i]) || p[i] == '$' || p[i] == ',' ||
+			                     p[i] == '~' || p[i] == '+' || p[i] == ' ' || p[i] == '!')) {
+				i++;
+			} else if (i < n && (p[i] == '/' || p[i] == '\\')) {
+				char d = p[i] == '\\' && i + 1 < n ? p[++i] : '/';
+				for (i++; i < n && p[i] != d; i++)
+					if (p[i] == '\\')
+						i++;
+				i++;
+				while (i < n && (p[i] == 'I' || p[i] == 'M'))
+					i++;
+			} else {
+				break;
+			}
+		}
+		if (i >= n)
+			break;
+		char cmd = p[i++];
+		if (cmd == 'e' || cmd == CLS_EXP_MARK)
+			return 1;
+		if (cmd == 's' || cmd == 'y') {
+			if (i >= n)
+				break;
+			char d = p[i++];
+			if (d == CLS_EXP_MARK || d == '\n' || d == '\\')
+				return 1;
+			for (int part = 0; part < 2 && i < n; part++) {
+				while (i < n && p[i] != d) {
+					if (p[i] == '\\')
+						i++;
+					i++;
+				}
+				i++;
+			}
+			if (cmd == 's')
+				for (; i < n && p[i] != ';' && p[i] != '\n' && p[i] != '}'; i++) {
+					if (p[i] == 'e' || p[i] == CLS_EXP_MARK)
+						return 1;
+					if (p[i] == 'w')
+						break; /* a file name to the end of the line */
+				}
+		}
+		/* a, i, c, r, R, w, W, b, t, T, :, # and q take the rest of the line or a word */
+		if (strchr("aicrRwWbtT:#qQlL", cmd) != NULL)
+			while (i < n && p[i] != '\n' && !(strchr("btT:qQlL", cmd) && p[i] == ';'))
+				i++;
+	}
+	return 0;
+}
+
+static int w_sed(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"expression", "file", "line-length", "separate",
+	        CLS_LONG_FLAGS, "quiet", "silent", "debug", "follow-symlinks", "in-place",
+	        "null-data", "zero-terminated", "posix", "regexp-extended", "sandbox", "unbuffered",
+	        "binary", "help", "version", NULL};
+	static const struct cls_opts spec = {"efl", "i", lv, 0, 0};
+	int script = 0;
+	size_t k = 1;
+	while (k < r->n) {
+		const struct cls_word *w = &r->v[k];
+		if (cls_word_is(w, "--")) {
+			k++;
+			break;
+		}
+		if (w->len < 2 || w->s[0] != '-') {
+			if (!script) {
+				if (sed_runs(w->s, w->len))
+					return cls_refuse(
+					        c, w->off, "sed script runs commands: refused");
+				script = 1;
+			}
+			k++;
+			continue;
+		}
+		size_t next = cls_opts_walk(r->v, r->n, k, &spec, NULL, NULL, NULL);
+		for (size_t j = k; j < next; j++) {
+			const struct cls_word *o = &r->v[j];
+			if (cls_word_is(o, "-f") || git_prefix(o, "file"))
+				script = 1;
+			const struct cls_word *t = NULL;
+			struct cls_word att;
+			if ((cls_word_is(o, "-e") || (git_prefix(o, "expression") &&
+			                                     !memchr(o->s, '=', o->len))) &&
+			        j + 1 < next)
+				t = &r->v[j + 1];
+			else if (o->len > 2 && o->s[0] == '-' && o->s[1] != '-' &&
+			         memchr(o->s, 'e', o->len)) {
+				/* -ne SCRIPT or -nSCRIPT-like bundles: the rest after e */
+				const char *e = memchr(o->s + 1, 'e', o->len - 1);
+				att = *o;
+				att.s = e + 1;
+				att.len = o->len - (size_t)(e + 1 - o->s);
+				t = att.len > 0 ? &att : (j + 1 < next ? &r->v[j + 1] : NULL);
+			} else if (git_prefix(o, "expression") && memchr(o->s, '=', o->len)) {
+				const char *eq = memchr(o->s, '=', o->len);
+				att = *o;
+				att.s = eq + 1;
+				att.len = o->len - (size_t)(eq + 1 - o->s);
+				t = &att;
+			}
+			if (t != NULL) {
+				if (sed_runs(t->s, t->len))
+					return cls_refuse(
+					        c, t->off, "sed script runs commands: refused");
+				script = 1;
+			}
+		}
+		if (next == k)
+			break;
+		k = next;
+	}
+	return 0;
+}
+
+/* split --filter=COMMAND runs COMMAND with sh -c for each piece */
+static int w_split(struct cls_ctx *c, struct run *r)
+{
+	static const char *const lv[] = {"bytes", "line-bytes", "lines", "number",
+	        "additional-suffix", "suffix-length", "filter", "separator", "numeric-suffixes",
+	        "hex-suffixes", CLS_LONG_FLAGS, "elide-empty-files", "unbuffered", "verbose", "help",
+	        "version", NULL};
+	static const struct cls_opts spec = {"abClnt", "dx", lv, 0, 0};
+	struct grab g = {.l = "filter"};
+	walk_permuted(r, &spec, &g);
+	if (!g.found || g.vw == NULL)
+		return 0;
+	struct cls_word w = *g.vw;
+	w.s = g.val;
+	w.len = g.vlen;
+	return run_word_script(c, &w, "split --filter command", 0);
+}
+
+/* tar runs commands given to --checkpoint-action=exec=, --to-command, --use-compress-program
+ * (-I), --info-script / --new-volume-script (-F) and --rsh-command */
+static int w_tar(struct cls_ctx *c, struct run *r)
+{
+	static const char *const runs[] = {"checkpoint-action", "to-command",
+	        "use-compress-program", "info-script", "new-volume-script", "rsh-command", NULL};
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		struct cls_word cmd;
+		int hit = 0;
+		if (w->len > 2 && w->s[0] == '-' && w->s[1] == '-') {
+			const char *eq = memchr(w->s, '=', w->len);
+			size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+			for (size_t k = 0; runs[k] != NULL && !hit; k++)
+				hit = nl >= 3 && nl <= strlen(runs[k]) &&
+				      memcmp(w->s + 2, runs[k], nl) == 0;
+			if (!hit)
+				continue;
+			if (eq != NULL) {
+				cmd = *w;
+				cmd.s = eq + 1;
+				cmd.len = w->len - (size_t)(eq + 1 - w->s);
+			} else if (i + 1 < r->n) {
+				cmd = r->v[++i];
+			} else {
+				continue;
+			}
+			/* checkpoint actions: exec=COMMAND runs it, the others do not */
+			if (nl >= 3 && memcmp(w->s + 2, "checkpoint-action", nl) == 0) {
+				if (cmd.len < 5 || memcmp(cmd.s, "exec=", 5) != 0) {
+					if (memchr(cmd.s, CLS_EXP_MARK, cmd.len) == NULL)
+						continue;
+				} else {
+					cmd.s += 5;
+					cmd.len -= 5;
+				}
+			}
+		} else if (w->len > 1 && w->s[0] == '-' && w->s[1] != '-') {
+			const char *o = NULL;
+			for (size_t j = 1; j < w->len && o == NULL; j++)
+				if (w->s[j] == 'I' || w->s[j] == 'F')
+					o = w->s + j;
+			if (o == NULL)
+				continue;
+			if (o + 1 < w->s + w->len) {
+				cmd = *w;
+				cmd.s = o + 1;
+				cmd.len = w->len - (size_t)(o + 1 - w->s);
+			} else if (i + 1 < r->n) {
+				cmd = r->v[++i];
+			} else {
+				continue;
+			}
+		} else {
+			continue;
+		}
+		if (memchr(cmd.s, CLS_EXP_MARK, cmd.len) != NULL)
+			return cls_refuse(c, cmd.off, "tar command is not static");
+		if (cls_run_script(c, cmd.s, cmd.len, cmd.off, 0) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* cp/ln/mv/install of a network program: the copy can run under any name (refused) */
+static int w_copy(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->flags & CLS_W_EXP)
+			continue;
+		size_t bl;
+		const char *b = word_base(w, &bl);
+		if (bl > 0 && is_network_program(b, bl))
+			return cls_refuse(c, w->off,
+			        "a copy or link of a network program can run under any name: refused");
+	}
+	return 0;
+}
+
+/* Marks the words of r from k on that hold rep (an xargs -I string, find's {}) as expansions:
+ * the text there comes from the input. */
+static int mark_replaced(struct cls_ctx *c, struct run *r, size_t k, const char *rep, size_t rl)
+{
+	struct cls_word *nv = cls_alloc(c, r->n * sizeof *nv, r->v[0].off);
+	if (nv == NULL)
+		return -1;
+	memcpy(nv, r->v, r->n * sizeof *nv);
+	for (size_t i = k; i < r->n; i++) {
+		struct cls_word *w = &nv[i];
+		const char *hit = rl ? memmem(w->s, w->len, rep, rl) : NULL;
+		if (hit == NULL)
+			continue;
+		char *t = cls_strdup(c, w->s, w->len, w->off);
+		if (t == NULL)
+			return -1;
+		size_t o = 0;
+		for (size_t j = 0; j < w->len;) {
+			if (j + rl <= w->len && memcmp(w->s + j, rep, rl) == 0) {
+				t[o++] = CLS_EXP_MARK;
+				j += rl;
+			} else {
+				t[o++] = w->s[j++];
+			}
+		}
+		t[o] = '\0';
+		w->flags |= CLS_W_EXP | (hit == w->s ? CLS_W_LEADEXP : 0);
+		w->s = t;
+		w->len = o;
+	}
+	r->v = nv;
+	return 0;
+}
+
+struct xargs_state {
+	const char *rep; /* -I / -i / --replace string */
+	size_t rl;
+	int file; /* -a FILE: the arguments come from a file */
+};
+
+static int xargs_opt(void *arg, const struct cls_opt *o)
+{
+	struct xargs_state *st = arg;
+	if (o->c == 'a' || (o->c == 0 && o->ll == 8 && memcmp(o->l, "arg-file", 8) == 0))
+		st->file = 1;
+	if (o->c == 'I' && o->val != NULL) {
+		st->rep = o->val;
+		st->rl = o->vlen;
+	} else if (o->c == 'i' || (o->c == 0 && o->ll == 7 && memcmp(o->l, "replace", 7) == 0)) {
+		st->rep = o->val != NULL ? o->val : "{}";
+		st->rl = o->val != NULL ? o->vlen : 2;
+	}
+	return 0;
+}
+
 static int w_xargs(struct cls_ctx *c, struct run *r)
 {
-	(void)c;
 	static const char *const lv[] = {"arg-file", "delimiter", "max-lines", "max-args",
-	        "max-procs", "max-chars", "process-slot-var", NULL};
+	        "max-procs", "max-chars", "process-slot-var", CLS_LONG_FLAGS, "null",
+	        "no-run-if-empty", "interactive", "verbose", "exit", "open-tty", "show-limits",
+	        "replace", "eof", "help", "version", NULL};
 	static const struct cls_opts spec = {"adEILnPs", "eil", lv, 0, 0};
-	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	struct xargs_state st = {NULL, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, xargs_opt, &st, NULL);
 	if (k >= r->n)
 		return 0; /* no command: echo */
-	/* the words xargs appends come from its input: unknown */
+	if (st.rep != NULL && mark_replaced(c, r, k, st.rep, st.rl) == -1)
+		return -1;
+	/* the words xargs appends come from its input: unknown; when the line writes that
+	 * input (a pipe, a here-string) they may be options too.  A file's words (-a, < FILE)
+	 * are out of reach, as a script file is. */
 	r->flags |= CLS_C_XARGS;
+	if (!st.file && ((r->flags & CLS_C_PIPED) || r->doc != NULL))
+		r->flags |= CLS_C_XOPTS;
 	return shift(r, k);
 }
 
@@ -896,11 +1273,13 @@ static int w_find(struct cls_ctx *c, struct run *r)
 		while (e < r->n && !cls_word_is(&r->v[e], ";") && !cls_word_is(&r->v[e], "+"))
 			e++;
 		if (e > j) {
-			if (strstr(r->v[j].s, "{}") != NULL)
-				return cls_refuse(c, r->v[j].off, "command word is not static");
+			/* {} is a file name: where it stands, the word is not static */
+			struct run sub = {r->v + j, e - j, r->flags & ~CLS_C_XARGS, NULL};
+			if (mark_replaced(c, &sub, 0, "{}", 2) == -1)
+				return -1;
 			if (cls_enter(c, r->v[j].off) == -1)
 				return -1;
-			if (cls_run_cmd(c, r->v + j, e - j, r->flags & ~CLS_C_XARGS, NULL) == -1)
+			if (cls_run_cmd(c, sub.v, sub.n, sub.flags, NULL) == -1)
 				return -1;
 			cls_leave(c);
 		}
@@ -929,19 +1308,35 @@ static int w_parallel(struct cls_ctx *c, struct run *r)
 		s++;
 	if (s == k) {
 		/* no template: with ::: each argument is a command line of its own */
-		if (s < r->n && cls_word_is(&r->v[s], ":::"))
+		if (s < r->n && cls_word_is(&r->v[s], ":::")) {
 			for (size_t i = s + 1; i < r->n && !is_parallel_sep(&r->v[i]); i++)
 				if (run_word_script(c, &r->v[i], "parallel command", r->flags) ==
 				        -1)
 					return -1;
-		return 0;
+			return 0;
+		}
+		if (s < r->n)
+			return cls_refuse(
+			        c, r->v[s].off, "parallel runs command lines read from a file");
+		/* command lines from standard input: a shell's program */
+		return stdin_program(c, r, 1, 0, r->v[0].off);
 	}
-	/* the template runs through a shell, with the arguments appended or put at {} */
+	/* the template runs through a shell, with the arguments appended or put at {}; they
+	 * may be options unless they are all static words written after ::: */
+	unsigned fl = CLS_C_XARGS | (r->flags & CLS_C_PIPED);
+	if (s >= r->n || !cls_word_is(&r->v[s], ":::"))
+		fl |= CLS_C_XOPTS;
+	for (size_t i = s; i < r->n; i++)
+		if (!is_parallel_sep(&r->v[i]) &&
+		        ((r->v[i].flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE)) ||
+		                (r->v[i].len > 0 && r->v[i].s[0] == '-') ||
+		                (is_parallel_sep(&r->v[i - 1]) && !cls_word_is(&r->v[i - 1], ":::"))))
+			fl |= CLS_C_XOPTS;
 	char *text;
 	size_t len;
 	if (join_static(c, r->v + k, s - k, "parallel command", &text, &len) == -1)
 		return -1;
-	return cls_run_script(c, text, len, r->v[k].off, CLS_C_XARGS | (r->flags & CLS_C_PIPED));
+	return cls_run_script(c, text, len, r->v[k].off, fl);
 }
 
 static int w_watch(struct cls_ctx *c, struct run *r)
@@ -1102,7 +1497,8 @@ static int stdin_program(
 			        r->doc->download || (r->flags & CLS_C_DLIN), "a here-document");
 		if (!shell)
 			return 0; /* a static program in another language */
-		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, inherit);
+		/* the script's commands read the rest of it as their standard input */
+		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, inherit | CLS_C_STDIN);
 	}
 	if (r->flags & CLS_C_PIPED)
 		return refuse_program(c, off, (r->flags & CLS_C_DLIN) != 0, "a pipe");
@@ -1504,12 +1900,14 @@ static const struct handler handlers[] = {
         {"[", w_evaluates},
         {"alias", w_alias},
         {"ash", w_shell},
+        {"awk", w_awk},
         {"bash", w_shell},
         {"builtin", w_builtin},
         {"busybox", w_busybox},
         {"chroot", w_chroot},
         {"chrt", w_chrt},
         {"command", w_command},
+        {"cp", w_copy},
         {"curl", h_curl},
         {"dash", w_shell},
         {"declare", w_declare},
@@ -1524,19 +1922,28 @@ static const struct handler handlers[] = {
         {"faketime", w_faketime},
         {"find", w_find},
         {"flock", w_flock},
+        {"gawk", w_awk},
         {"getopts", w_evaluates},
         {"gh", h_gh},
         {"git", h_git},
+        {"gsed", w_sed},
+        {"gtar", w_tar},
         {"hash", w_hash},
         {"host", h_dns},
         {"http", h_httpie},
         {"https", h_httpie},
+        {"install", w_copy},
         {"ionice", w_ionice},
         {"ksh", w_shell},
         {"let", w_evaluates},
+        {"link", w_copy},
+        {"ln", w_copy},
         {"local", w_declare},
         {"mapfile", w_mapfile},
+        {"mawk", w_awk},
         {"mksh", w_shell},
+        {"mv", w_copy},
+        {"nawk", w_awk},
         {"nice", w_nice},
         {"nohup", w_nohup},
         {"npx", w_npx},
@@ -1555,6 +1962,7 @@ static const struct handler handlers[] = {
         {"runuser", w_runuser},
         {"scp", h_scp},
         {"script", w_script},
+        {"sed", w_sed},
         {"set", w_set},
         {"setpriv", w_setpriv},
         {"setsid", w_plain},
@@ -1563,6 +1971,7 @@ static const struct handler handlers[] = {
         {"sh", w_shell},
         {"shopt", w_shopt},
         {"source", w_source},
+        {"split", w_split},
         {"ssh", h_ssh},
         {"ssh-agent", w_ssh_agent},
         {"sshpass", w_sshpass},
@@ -1570,6 +1979,7 @@ static const struct handler handlers[] = {
         {"strace", w_strace},
         {"su", w_su},
         {"sudo", w_sudo},
+        {"tar", w_tar},
         {"taskset", w_taskset},
         {"test", w_evaluates},
         {"time", w_time},
@@ -1614,6 +2024,23 @@ static int w_git_dashed(struct cls_ctx *c, struct run *r)
 static int cmp_handler(const void *key, const void *elem)
 {
 	return strcmp(key, ((const struct handler *)elem)->name);
+}
+
+static int is_network_program(const char *b, size_t bl)
+{
+	static int (*const rules[])(struct cls_ctx *, struct run *) = {
+	        h_git, h_curl, h_wget, h_httpie, h_gh, h_ssh, h_scp, h_rsync, h_dns};
+	const struct handler *h =
+	        bsearch(b, handlers, sizeof handlers / sizeof handlers[0], sizeof handlers[0],
+	                cmp_handler);
+	for (size_t i = 0; h != NULL && i < sizeof rules / sizeof rules[0]; i++)
+		if (h->fn == rules[i])
+			return 1;
+	struct cls_cmd one = {NULL, 0, 0, NULL, NULL};
+	struct cls_word w = {b, bl, 0, 0};
+	one.argv = &w;
+	one.argc = 1;
+	return (bl > 4 && memcmp(b, "git-", 4) == 0) || cls_cmds_download(&one, NULL);
 }
 
 static int alias_defined(const struct cls_ctx *c, const struct cls_word *w)

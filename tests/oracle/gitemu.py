@@ -49,6 +49,31 @@ def run(cmd, args=()):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
 
 
+def ext_argv(spec):
+    """git's ext:: command: words split at spaces, "% " a space, "%%" a percent sign."""
+    words, cur, i = [], "", 0
+    while i < len(spec):
+        ch = spec[i]
+        if ch == "%" and i + 1 < len(spec):
+            e = spec[i + 1]
+            i += 2
+            if e in " %":
+                cur += e
+            elif e not in "sSGV":
+                return []
+            continue
+        if ch == " ":
+            if cur:
+                words.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    if cur:
+        words.append(cur)
+    return words
+
+
 def main():
     ident, args = sys.argv[1], sys.argv[2:]
     # a configured command that runs git again sees the same settings: stop the loop
@@ -113,6 +138,7 @@ def main():
         elif is_command_key(k) and v not in ("", "true", "false"):
             commands.append(v)
     # options after the subcommand that name a program to run on the other side
+    ext = []
     j = 0
     while j < len(rest):
         a = rest[j]
@@ -125,9 +151,16 @@ def main():
                     commands.append(rest[j + 1])
         if a == "-u" and sub in ("clone", "ls-remote") and j + 1 < len(rest):
             commands.append(rest[j + 1])
-        if "ext::" in a:
-            commands.append(a.split("ext::", 1)[1].replace("%%", "%").replace("% ", " "))
+        if a.startswith("ext::"):
+            ext.append(ext_argv(a[5:]))
         j += 1
+    for argv in ext:
+        if argv:
+            try:
+                subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=5)
+            except (subprocess.SubprocessError, OSError):
+                pass
     for c in commands:
         try:
             run(c)

@@ -486,9 +486,25 @@ def cmd_fuzz(a, sb):
     return 1 if nfind else 0
 
 
+def cmd_recheck(a, sb):
+    """Runs the lines of a fuzz findings file again against the current classifier."""
+    rows = []
+    for path in a.files:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            rows += [json.loads(r) for r in f if r.strip()]
+    lines = list(dict.fromkeys(r["line"] for r in rows))
+    findings, _, _ = check(sb, a.classify, lines)
+    kinds = {r["line"]: r.get("kind") for r in rows}
+    for line, ran, ans, cs in findings:
+        print(f"[{kinds.get(line)}] ", end="")
+        show(line, ran, ans, cs)
+    print(f"oracle: {len(lines)} earlier findings run again, {len(findings)} still found")
+    return 1 if findings else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["table", "fuzz", "run"])
+    ap.add_argument("mode", choices=["table", "fuzz", "run", "recheck"])
     ap.add_argument("--stub", required=True)
     ap.add_argument("--classify", required=True)
     ap.add_argument("--seconds", type=float, default=60)
@@ -504,7 +520,8 @@ def main():
         if why is not None:
             print(f"SKIPPED: {why}")
             return SKIP
-        return {"table": cmd_table, "fuzz": cmd_fuzz, "run": cmd_run}[a.mode](a, sb)
+        return {"table": cmd_table, "fuzz": cmd_fuzz, "run": cmd_run,
+                "recheck": cmd_recheck}[a.mode](a, sb)
     finally:
         sb.close()
 
