@@ -490,6 +490,10 @@ static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
 			if (P->pos >= P->len)
 				return ERR(P, open, "unterminated $'");
 			v = (unsigned char)P->s[P->pos++] & 0x1f;
+			/* bash's lexer reads a backslash after \c as escaping the next character:
+			 * $'\c\'' does not end at that quote (fuzz finding) */
+			if (v == 0x1c && P->s[P->pos - 1] == '\\' && P->pos < P->len)
+				P->pos++;
 			raw = 1;
 			break;
 		case 'x':
