@@ -19,6 +19,7 @@
 #define CLS_W_BRACE 0x08u   /* has an unquoted brace pair (possible brace expansion) */
 #define CLS_W_QUOTED 0x10u  /* some part was quoted or backslash-escaped */
 #define CLS_W_DL 0x20u      /* holds a substitution that runs a download (curl, wget, ...) */
+#define CLS_W_SUBST 0x40u   /* holds a command substitution */
 
 struct cls_word {
 	const char *s;  /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */

@@ -204,7 +204,8 @@ static int git_config_value(struct cls_ctx *c, const struct cls_word *w, size_t 
 		val++;
 		vl--;
 	}
-	return cls_run_script(c, val, vl, w->off, 0);
+	/* filters, helpers and ssh read from a pipe git writes */
+	return cls_run_script(c, val, vl, w->off, CLS_C_PIPED);
 }
 
 /* Whether w is --NAME[=...] with NAME a non-empty prefix, at least min bytes long, of long
@@ -313,7 +314,7 @@ static int git_transport_commands(
 		}
 		if (memchr(cmd.s, CLS_EXP_MARK, cmd.len) != NULL)
 			return cls_refuse(c, cmd.off, "git transport command is not static");
-		if (cls_run_script(c, cmd.s, cmd.len, cmd.off, 0) == -1)
+		if (cls_run_script(c, cmd.s, cmd.len, cmd.off, CLS_C_PIPED) == -1)
 			return -1;
 	}
 	return 0;

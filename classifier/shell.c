@@ -172,6 +172,8 @@ static char at(const struct parser *P, size_t i)
 
 /* $( ... ) or <( ... ) with P->pos just past the opening parenthesis.  *flags gets CLS_W_DL
  * when the substitution runs a download. */
+static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc);
+
 static int parse_subst(struct parser *P, size_t open, unsigned *flags)
 {
 	if (cls_enter(P->c, P->base + open) == -1)
@@ -193,6 +195,9 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags)
 	P->have = 0;
 	if (cls_cmds_download(*from, NULL))
 		*flags |= CLS_W_DL;
+	/* >( ... ) reads what the command writes into it: its standard input is a pipe */
+	if (P->s[open] == '>')
+		mark_cmds(*from, CLS_C_PIPED, NULL);
 	cls_leave(P->c);
 	return 0;
 }
@@ -580,6 +585,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		}
 		if (parse_subst(P, open, flags) == -1)
 			return -1;
+		*flags |= CLS_W_SUBST;
 		return wb_exp(P, b, flags);
 	}
 	if (n == '{') {
@@ -683,6 +689,7 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 		return ERR(&sub, sub.len, "here-document reaches the end of the input");
 	if (cls_cmds_download(*P->tail, NULL))
 		*flags |= CLS_W_DL;
+	*flags |= CLS_W_SUBST;
 	P->tail = sub.tail;
 	cls_leave(P->c);
 	return wb_exp(P, b, flags);

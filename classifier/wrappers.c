@@ -282,6 +282,7 @@ static int run_word_script(
 static int stdin_program(
         struct cls_ctx *c, const struct run *r, int shell, unsigned inherit, size_t off);
 static int is_network_program(const char *b, size_t bl);
+static int is_handled(const char *b);
 
 /* ---- option collectors ------------------------------------------------------------------ */
 
@@ -626,7 +627,8 @@ static int w_script(struct cls_ctx *c, struct run *r)
 	struct cls_word w = *g.vw;
 	w.s = g.val;
 	w.len = g.vlen;
-	return run_word_script(c, &w, "script -c command", r->flags);
+	/* the command's standard input is script's pseudo-terminal */
+	return run_word_script(c, &w, "script -c command", 0);
 }
 
 static int w_strace(struct cls_ctx *c, struct run *r)
@@ -1102,7 +1104,8 @@ static int w_split(struct cls_ctx *c, struct run *r)
 	struct cls_word w = *g.vw;
 	w.s = g.val;
 	w.len = g.vlen;
-	return run_word_script(c, &w, "split --filter command", 0);
+	/* the filter reads each piece from a pipe */
+	return run_word_script(c, &w, "split --filter command", CLS_C_PIPED);
 }
 
 /* tar runs commands given to --checkpoint-action=exec=, --to-command, --use-compress-program
@@ -1115,12 +1118,18 @@ static int w_tar(struct cls_ctx *c, struct run *r)
 		const struct cls_word *w = &r->v[i];
 		struct cls_word cmd;
 		int hit = 0;
+		/* checkpoint and volume scripts share tar's standard input; the others are
+		 * fed from a pipe */
+		unsigned in = CLS_C_PIPED;
 		if (w->len > 2 && w->s[0] == '-' && w->s[1] == '-') {
 			const char *eq = memchr(w->s, '=', w->len);
 			size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
-			for (size_t k = 0; runs[k] != NULL && !hit; k++)
+			for (size_t k = 0; runs[k] != NULL && !hit; k++) {
 				hit = nl >= 3 && nl <= strlen(runs[k]) &&
 				      memcmp(w->s + 2, runs[k], nl) == 0;
+				if (hit && (k == 0 || k == 3 || k == 4))
+					in = r->flags & (CLS_C_PIPED | CLS_C_STDIN);
+			}
 			if (!hit)
 				continue;
 			if (eq != NULL) {
@@ -1149,6 +1158,8 @@ static int w_tar(struct cls_ctx *c, struct run *r)
 					o = w->s + j;
 			if (o == NULL)
 				continue;
+			if (*o == 'F')
+				in = r->flags & (CLS_C_PIPED | CLS_C_STDIN);
 			if (o + 1 < w->s + w->len) {
 				cmd = *w;
 				cmd.s = o + 1;
@@ -1163,7 +1174,7 @@ static int w_tar(struct cls_ctx *c, struct run *r)
 		}
 		if (memchr(cmd.s, CLS_EXP_MARK, cmd.len) != NULL)
 			return cls_refuse(c, cmd.off, "tar command is not static");
-		if (cls_run_script(c, cmd.s, cmd.len, cmd.off, 0) == -1)
+		if (cls_run_script(c, cmd.s, cmd.len, cmd.off, in) == -1)
 			return -1;
 	}
 	return 0;
@@ -1174,13 +1185,18 @@ static int w_copy(struct cls_ctx *c, struct run *r)
 {
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
+		/* `ln -s "$(command -v git)" g': a program named by what a command printed */
+		if (w->flags & CLS_W_SUBST)
+			return cls_refuse(c, w->off,
+			        "a copy or link of what a command substitution names: refused");
 		if (w->flags & CLS_W_EXP)
 			continue;
 		size_t bl;
 		const char *b = word_base(w, &bl);
-		if (bl > 0 && is_network_program(b, bl))
+		if (bl > 0 && (is_network_program(b, bl) || is_handled(b)))
 			return cls_refuse(c, w->off,
-			        "a copy or link of a network program can run under any name: refused");
+			        "a copy or link of a network program or a wrapper can run under any "
+			        "name: refused");
 	}
 	return 0;
 }
@@ -1773,7 +1789,7 @@ static int w_mapfile(struct cls_ctx *c, struct run *r)
 	struct cls_word w = *g.vw;
 	w.s = g.val;
 	w.len = g.vlen;
-	return run_word_script(c, &w, "mapfile -C callback", 0);
+	return run_word_script(c, &w, "mapfile -C callback", r->flags);
 }
 
 static int w_alias(struct cls_ctx *c, struct run *r)
@@ -1854,7 +1870,8 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 			val++;
 			vl--;
 		}
-		return cls_run_script(c, val, vl, w->off, 0);
+		/* git feeds most of these from a pipe (filters, helpers, ssh) */
+		return cls_run_script(c, val, vl, w->off, CLS_C_PIPED);
 	}
 	if (cls_in_list(prompts, s, nl))
 		return cls_run_expansions(c, val, vl, w->off);
@@ -2041,6 +2058,14 @@ static int is_network_program(const char *b, size_t bl)
 	one.argv = &w;
 	one.argc = 1;
 	return (bl > 4 && memcmp(b, "git-", 4) == 0) || cls_cmds_download(&one, NULL);
+}
+
+/* Whether b (NUL-terminated) is a wrapper, a rule's program or an interpreter. */
+static int is_handled(const char *b)
+{
+	return find_interp(b, strlen(b)) != NULL ||
+	       bsearch(b, handlers, sizeof handlers / sizeof handlers[0], sizeof handlers[0],
+	               cmp_handler) != NULL;
 }
 
 static int alias_defined(const struct cls_ctx *c, const struct cls_word *w)

@@ -45,7 +45,8 @@ def is_command_key(key):
 def run(cmd, args=()):
     if cmd.startswith("!"):
         cmd = cmd[1:]
-    subprocess.run(["/bin/sh", "-c", cmd + ' "$@"', "sh", *args], stdin=subprocess.DEVNULL,
+    # git talks to these over pipes (filters, helpers, transports)
+    subprocess.run(["/bin/sh", "-c", cmd + ' "$@"', "sh", *args], input=b"",
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
 
 
