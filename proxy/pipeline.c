@@ -439,6 +439,7 @@ void proxy_pipeline_run(struct proxy_conn *c)
 			fail(c, &o);
 			return;
 		}
+		proxy_up_set(c, PROXY_UP_ACTIVE);
 		proxy_pipeline_connected(c);
 		return;
 	}
