@@ -2,14 +2,16 @@
 """bench/run: egressd beside DIRECT, tinyproxy and Squid, in one run, on loopback.
 
 Starts an nginx origin and the three proxies with equivalent allowlists (origin.test only),
-measures the five figures of issue 5 for every target with the targets interleaved (and a sixth,
-egressd only: the new-connection figure with audit.fsync off and on), and prints
+measures the five figures of issue 5 for every target with the targets interleaved (and two more,
+egressd only: the new-connection figure with audit.fsync off and on, and the DNS listener's
+cached answers per second with dnsperf), and prints
 one table: median [min-max] per figure and target, and egressd's ratios to DIRECT and to each
 peer.  Every process it starts is recorded and stopped on exit, whatever the exit; every loop is
 bounded in count and in time, and the whole run has a time budget (15 minutes full, 2 quick).
 
 Clients: wrk for figure 1; bench/benchclient.c (C, OpenSSL, blocking sockets) for figures 2-4;
-bench/decide_bench.c (C, linked with egressd's allowlist library) for figure 5.
+bench/decide_bench.c (C, linked with egressd's allowlist library) for figure 5; dnsperf (Debian's
+package) for figure 7.
 """
 
 import argparse
@@ -47,7 +49,7 @@ CFLAGS = ["-std=c17", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-W
 
 # Debian package -> the binary the harness runs.
 PACKAGES = {"nginx": "nginx", "tinyproxy": "tinyproxy", "squid": "squid", "wrk": "wrk",
-            "openssl": "openssl", "util-linux": "unshare"}
+            "openssl": "openssl", "util-linux": "unshare", "dnsperf": "dnsperf"}
 SERVICES = {"nginx": "/run/nginx.pid", "tinyproxy": "/run/tinyproxy/tinyproxy.pid",
             "squid": "/run/squid.pid"}
 
@@ -55,12 +57,12 @@ MODES = {
     # reps: repetitions of every figure; wrk_s: seconds per wrk run; gets: 64 MiB fetches per
     # figure and repetition; fetches/fetch_s: the new-connection loop's count and time bound;
     # tunnels/tunnel_s: idle tunnels and the time bound to open them; decide_s: seconds per
-    # pattern count in the policy micro-benchmark; budget_s: the measurements (setup and a
-    # first build of egressd come before it).
+    # pattern count in the policy micro-benchmark; dns_s: seconds of dnsperf per repetition;
+    # budget_s: the measurements (setup and a first build of egressd come before it).
     "full": dict(reps=3, wrk_s=5, gets=3, fetches=1000, fetch_s=90, tunnels=5000, tunnel_s=60,
-                 decide_s=0.5, budget_s=13 * 60),
+                 decide_s=0.5, dns_s=10, budget_s=13 * 60),
     "quick": dict(reps=1, wrk_s=2, gets=2, fetches=200, fetch_s=10, tunnels=2000, tunnel_s=15,
-                  decide_s=0.2, budget_s=90),
+                  decide_s=0.2, dns_s=3, budget_s=90),
 }
 
 T0 = time.monotonic()
@@ -376,6 +378,24 @@ def start_egressd_fsync(d, exe):
     with open(logpath, "wb") as logf:
         p = PROCS.start("egressd fsync", [exe, "serve", "-c", conf], stdout=logf, stderr=logf)
     return p, wait_listening(p, logpath)
+
+
+DNS_NAMES = 100  # names the DNS figure asks for, n0.dns.test ... n99.dns.test
+DNS_LINE = r"listening on 127\.0\.0\.1:(\d+) \(dns"
+
+
+def start_egressd_dns(d, exe, name, template, **values):
+    """An egressd with listen.dns from template; returns (Popen, its DNS port)."""
+    conf = render(template, os.path.join(d, name + ".yaml"), dir=d, **values)
+    logpath = os.path.join(d, name + ".log")
+    with open(logpath, "wb") as logf:
+        p = PROCS.start(name, [exe, "serve", "-c", conf], stdout=logf, stderr=logf)
+    wait_listening(p, logpath)
+    with open(logpath, errors="replace") as f:
+        m = re.search(DNS_LINE, f.read())
+    if m is None:
+        raise RuntimeError("no DNS listener: " + read_tail(logpath))
+    return p, int(m.group(1))
 
 
 def start_tinyproxy(d, ports):
@@ -709,6 +729,55 @@ class Bench:
             % (target, got["off"]["median_ms"], got["off"]["p99_ms"], got["on"]["median_ms"],
                got["on"]["p99_ms"]))
 
+    def fig_dns(self, target, rep):
+        """Figure 7: the DNS listener's answers per second for cached names: dnsperf sends A
+        queries for DNS_NAMES allowed names to an egressd in real mode whose resolver learnt
+        them once from a second egressd (mapped mode) and answers them from its cache."""
+        figs = ["dns_qps", "dns_lost"]
+        if which("dnsperf") is None:
+            self.fail(figs, target, "dnsperf is not installed (apt-get install dnsperf)")
+            return
+        qfile = os.path.join(self.tmp, "dns-queries.txt")
+        with open(qfile, "w") as f:
+            for i in range(DNS_NAMES):
+                f.write("n%d.dns.test A\n" % i)
+        procs = []
+        try:
+            up, up_port = start_egressd_dns(self.tmp, self.egressd_exe, "egressd-dns-upstream",
+                                            "egressd-dns-upstream.yaml.in")
+            procs.append(up)
+            p, port = start_egressd_dns(self.tmp, self.egressd_exe, "egressd-dns",
+                                        "egressd-dns.yaml.in", upstream=up_port)
+            procs.append(p)
+            base = ["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", qfile, "-t", "2"]
+            # Each name once, through the upstream, into the cache.
+            warm = run(base + ["-n", "1", "-l", "10"], 30)
+            if "Queries completed:" not in warm.stdout:
+                self.fail(figs, target, "dnsperf warm-up failed: " + last_lines(
+                    warm.stderr + warm.stdout, 2))
+                return
+            # Bounded in time (dns_s) and in count (5,000 passes over the names).
+            r = run(base + ["-l", str(self.m["dns_s"]), "-n", "5000", "-c", "4", "-q", "256"],
+                    self.m["dns_s"] + 30)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            self.fail(figs, target, "the DNS figure could not run: %s" % e)
+            return
+        finally:
+            for pr in procs:
+                PROCS.stop_and_forget(pr)
+        qps = re.search(r"Queries per second:\s+([\d.]+)", r.stdout)
+        lost = re.search(r"Queries lost:\s+(\d+)", r.stdout)
+        noerr = re.search(r"NOERROR (\d+)", r.stdout)
+        self.raw.append(dict(figure="dns", target=target, rep=rep, out=r.stdout))
+        if r.returncode != 0 or qps is None or noerr is None or int(noerr.group(1)) == 0:
+            self.fail(figs, target, "dnsperf failed or got no NOERROR answer: " +
+                      last_lines(r.stderr + r.stdout, 2))
+            return
+        self.record("dns_qps", target, float(qps.group(1)))
+        self.record("dns_lost", target, int(lost.group(1)) if lost else 0)
+        log("  %-9s DNS listener: %.0f cached answers/s, %s lost" % (
+            target, float(qps.group(1)), lost.group(1) if lost else "?"))
+
     def restart(self, target):
         """Stops a proxy and starts it again with the same config (on a new port)."""
         t = self.targets[target]
@@ -805,6 +874,7 @@ class Bench:
                   ["decide_hot_%d" % n for n in (10, 1000, 100000)] + ["decide_hot_growth"],
         "fsync": ["fsync_off_p50", "fsync_on_p50", "fsync_off_p99", "fsync_on_p99",
                   "fsync_added"],
+        "dns": ["dns_qps", "dns_lost"],
     }
 
     def run(self, budget, figures):
@@ -813,7 +883,8 @@ class Bench:
                  ("bulk", self.fig_bulk, live), ("fetch", self.fig_fetch, live),
                  ("idle", self.fig_idle, [t for t in live if t != "DIRECT" and
                                           t not in CONNECT_ONLY]),
-                 ("fsync", self.fig_fsync, [t for t in live if t == "egressd"])]
+                 ("fsync", self.fig_fsync, [t for t in live if t == "egressd"]),
+                 ("dns", self.fig_dns, [t for t in live if t == "egressd"])]
         steps = [st for st in steps if st[0] in figures]
         for rep in range(self.m["reps"]):
             # Rotating the order spreads any drift in the machine's load over every target.
@@ -845,8 +916,8 @@ class Bench:
 # The table
 
 # (key, label, higher is better, format, target for egressd as (kind, value, text) or None).
-# kind "ratio": egressd/DIRECT >= value; "max": egressd's own figure <= value;
-# "absmax": |egressd's figure| <= value.
+# kind "ratio": egressd/DIRECT >= value; "max": egressd's own figure <= value; "min": egressd's
+# own figure >= value; "absmax": |egressd's figure| <= value.
 ROWS = [
     ("rps64", "1 KiB keep-alive, 64 conns: req/s", True, "%.0f", ("ratio", 0.50, "≥ 0.50 × DIRECT")),
     ("p50_64", "1 KiB keep-alive, 64 conns: p50 ms", False, "%.2f", None),
@@ -882,6 +953,9 @@ ROWS = [
     ("fsync_off_p99", "new CONNECT+TLS fetch, audit.fsync off: p99 ms", False, "%.3f", None),
     ("fsync_on_p99", "new CONNECT+TLS fetch, audit.fsync on: p99 ms", False, "%.3f", None),
     ("fsync_added", "audit.fsync: added to the median, ms", False, "%.3f", None),
+    ("dns_qps", "DNS listener, cached A answers: queries/s", True, "%.0f",
+     ("min", 20000, "≥ 20,000/s")),
+    ("dns_lost", "DNS listener: queries lost", False, "%.0f", None),
 ]
 
 
@@ -924,13 +998,13 @@ def make_table(bench, notes):
                     c = "—"
             row.append(c)
         e = res.get(key, {}).get("egressd", [])
-        if key.startswith(("rss", "kib", "decide", "fetch_added", "fsync")):
+        if key.startswith(("rss", "kib", "decide", "fetch_added", "fsync", "dns")):
             row.append("—")
         else:
             row.append(ratio(e, res.get(key, {}).get("DIRECT", [])))
         row.append(ratio(e, res.get(key, {}).get("RELAY", [])) if res.get(key, {}).get("RELAY")
                    and key != "fetch_added" else "—")
-        if key.startswith(("decide", "rss_after_pct", "fetch_added", "fsync")):
+        if key.startswith(("decide", "rss_after_pct", "fetch_added", "fsync", "dns")):
             row += ["—", "—"]
         else:
             row += [ratio(e, res.get(key, {}).get("tinyproxy", [])),
@@ -947,6 +1021,8 @@ def make_table(bench, notes):
                         met = "yes" if statistics.median(e) / statistics.median(d) >= limit else "no"
                 elif kind == "max":
                     met = "yes" if statistics.median(e) <= limit else "no"
+                elif kind == "min":
+                    met = "yes" if statistics.median(e) >= limit else "no"
                 else:
                     met = "yes" if abs(statistics.median(e)) <= limit else "no"
             row += [text, met]
