@@ -285,18 +285,26 @@ static int process(struct dns_listener *l, const uint8_t *msg, size_t len,
 	struct dns_wire_query q;
 	enum dns_wire_parse pr = dns_wire_parse_query(msg, len, &q);
 	size_t limit = who->tcp ? DNS_WIRE_MSG_MAX : dns_wire_udp_limit(&q);
+	enum dns_rcode early = DNS_RCODE_NOERROR;
 	switch (pr) {
 	case DNS_WIRE_DROP:
 		return 0;
 	case DNS_WIRE_FORMERR:
-		return dns_wire_answer(&q, DNS_RCODE_FORMERR, NULL, 0, 0, limit, out, cap);
+		early = DNS_RCODE_FORMERR;
+		break;
 	case DNS_WIRE_REFUSED:
 		/* Another opcode or class: no name decision to record. */
-		return dns_wire_answer(&q, DNS_RCODE_REFUSED, NULL, 0, 0, limit, out, cap);
+		early = DNS_RCODE_REFUSED;
+		break;
 	case DNS_WIRE_BADVERS:
-		return dns_wire_answer(&q, DNS_RCODE_BADVERS, NULL, 0, 0, limit, out, cap);
+		early = DNS_RCODE_BADVERS;
+		break;
 	case DNS_WIRE_OK:
 		break;
+	}
+	if (early != DNS_RCODE_NOERROR) {
+		int n = dns_wire_answer(&q, early, NULL, 0, 0, limit, out, cap);
+		return n > 0 ? n : 0; /* -1 means "waiting" to callers */
 	}
 
 	struct dns_listener_verdict v;
