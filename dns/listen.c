@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +48,20 @@ struct tcp_sock {
 	struct dns_listener *l;
 	struct evconnlistener *lev;
 	char text[DNS_ADDR_TEXT];
+};
+
+#define UDP_VEC 32        /* datagrams per recvmmsg */
+#define UDP_IN_MAX 4096   /* bytes kept of one datagram (a query is far smaller) */
+
+/* The UDP side's buffers, allocated once per listener. */
+struct udp_batch {
+	struct mmsghdr msgs[UDP_VEC];
+	struct iovec iov[UDP_VEC];
+	struct sockaddr_storage peers[UDP_VEC];
+	uint8_t in[UDP_VEC][UDP_IN_MAX];
+	struct mmsghdr omsgs[UDP_VEC];
+	struct iovec oiov[UDP_VEC];
+	uint8_t out[UDP_VEC][DNS_WIRE_UDP_MAX];
 };
 
 struct pending;
@@ -87,6 +102,7 @@ struct dns_listener {
 	size_t nsocks;
 	struct tcp_conn *conns;
 	size_t nconns;
+	struct udp_batch *batch;       /* allocated once */
 	struct pending *slots;         /* DNS_PENDING_MAX, allocated once */
 	struct pending *free_slots;
 	uint8_t in[DNS_WIRE_MSG_MAX + 1];
@@ -425,24 +441,57 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	struct udp_sock *us = arg;
 	struct dns_listener *l = us->l;
-	for (int i = 0; i < DNS_UDP_BATCH; i++) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof ss;
-		ssize_t n = recvfrom(fd, l->in, sizeof l->in, 0, (struct sockaddr *)&ss, &sl);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			return; /* EAGAIN: read everything; other errors: try on the next wake-up */
+	struct udp_batch *b = l->batch;
+	/* Up to DNS_UDP_BATCH datagrams a wake-up, UDP_VEC at a time: one recvmmsg and one
+	 * sendmmsg per vector instead of a system call per datagram each way. */
+	for (int round = 0; round < DNS_UDP_BATCH / UDP_VEC; round++) {
+		for (int i = 0; i < UDP_VEC; i++) {
+			b->iov[i].iov_base = b->in[i];
+			b->iov[i].iov_len = sizeof b->in[i];
+			memset(&b->msgs[i].msg_hdr, 0, sizeof b->msgs[i].msg_hdr);
+			b->msgs[i].msg_hdr.msg_name = &b->peers[i];
+			b->msgs[i].msg_hdr.msg_namelen = sizeof b->peers[i];
+			b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
+			b->msgs[i].msg_hdr.msg_iovlen = 1;
 		}
-		struct dns_listener_client who;
-		client_from((struct sockaddr *)&ss, &who);
-		who.listener = us->text;
-		who.tcp = 0;
-		int alen = process(l, l->in, (size_t)n, &who, us, (struct sockaddr *)&ss, sl, NULL,
-			l->out, sizeof l->out);
-		/* A full socket buffer loses the answer, as UDP may; the client asks again. */
-		if (alen > 0)
-			sendto(fd, l->out, (size_t)alen, 0, (struct sockaddr *)&ss, sl);
+		int n = recvmmsg(fd, b->msgs, UDP_VEC, MSG_DONTWAIT, NULL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* EAGAIN: read everything; other errors: try on the next wake-up */
+		int nout = 0;
+		for (int i = 0; i < n; i++) {
+			/* A datagram longer than UDP_IN_MAX arrives cut: ldns finds it malformed. */
+			const struct sockaddr *peer = (const struct sockaddr *)&b->peers[i];
+			socklen_t pl = b->msgs[i].msg_hdr.msg_namelen;
+			struct dns_listener_client who;
+			client_from(peer, &who);
+			who.listener = us->text;
+			who.tcp = 0;
+			int alen = process(l, b->in[i], b->msgs[i].msg_len, &who, us, peer, pl, NULL,
+				b->out[nout], sizeof b->out[nout]);
+			if (alen <= 0)
+				continue;
+			b->oiov[nout].iov_base = b->out[nout];
+			b->oiov[nout].iov_len = (size_t)alen;
+			memset(&b->omsgs[nout].msg_hdr, 0, sizeof b->omsgs[nout].msg_hdr);
+			b->omsgs[nout].msg_hdr.msg_name = &b->peers[i];
+			b->omsgs[nout].msg_hdr.msg_namelen = pl;
+			b->omsgs[nout].msg_hdr.msg_iov = &b->oiov[nout];
+			b->omsgs[nout].msg_hdr.msg_iovlen = 1;
+			nout++;
+		}
+		/* A full socket buffer loses the rest, as UDP may; the clients ask again. */
+		for (int sent = 0; sent < nout;) {
+			int k = sendmmsg(fd, b->omsgs + sent, (unsigned)(nout - sent), MSG_DONTWAIT);
+			if (k == -1 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			sent += k;
+		}
+		if (n < UDP_VEC)
+			return;
 	}
 }
 
@@ -621,8 +670,9 @@ struct dns_listener *dns_listener_new(struct event_base *base, const struct dns_
 	l->map = map;
 	l->dedup = dns_dedup_new(DNS_DEDUP_MAX, DNS_DEDUP_WINDOW_MS);
 	l->slots = calloc(DNS_PENDING_MAX, sizeof *l->slots);
+	l->batch = calloc(1, sizeof *l->batch);
 	l->summary = event_new(base, -1, EV_PERSIST, summary_cb, l);
-	if (l->dedup == NULL || l->slots == NULL || l->summary == NULL) {
+	if (l->dedup == NULL || l->slots == NULL || l->batch == NULL || l->summary == NULL) {
 		dns_listener_free(l);
 		return NULL;
 	}
@@ -750,6 +800,7 @@ void dns_listener_free(struct dns_listener *l)
 		event_free(l->summary);
 	dns_dedup_free(l->dedup);
 	free(l->slots);
+	free(l->batch);
 	free(l);
 }
 
