@@ -757,11 +757,9 @@ static uint64_t write_decision_file(struct audit_log *log, struct line *ln)
 			log->mid_line = 1;
 			char msg[512];
 			snprintf(msg, sizeof msg,
-			        "audit: record seq %llu was refused (its connection denied), but "
-			        "%zu of "
-			        "its bytes are in %s and cannot be taken back (%s); its rest is "
-			        "written "
-			        "when writing works again",
+			        "audit: record seq %llu was refused (its connection denied), "
+			        "but %zu of its bytes are in %s and cannot be taken back (%s); "
+			        "its rest is written when writing works again",
 			        (unsigned long long)ln->seq, off, target_name(log), strerror(te));
 			notice(log, msg);
 		}
@@ -950,6 +948,7 @@ int audit_admit(struct audit_log *log)
 	}
 	return ok;
 }
+
 /* Drops the rest of a line whose start went to the previous target: a new reader or file
  * starts on a whole line. */
 static void skip_cut_line(struct audit_log *log)
