@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -362,11 +364,17 @@ static void test_fsync_group_commit(void **state)
 	assert_int_equal(audit_seq_state(log, 1), AUDIT_SEQ_DURABLE);
 	assert_int_equal(audit_seq_state(log, last), AUDIT_SEQ_DURABLE);
 	assert_int_equal(audit_seq_state(log, last + 1), AUDIT_SEQ_PENDING);
-	/* One fdatasync covers everything written before it started. */
+	/* One fdatasync covers everything written before it started, so a burst costs far
+	 * fewer than one each.  On a tmpfs a sync is free and the thread may keep pace with
+	 * the writes; there only the bound is checked. */
 	uint64_t syncs = audit_syncs(log);
-	print_message("fsync group commit: %d records, %llu fdatasync rounds\n", BURST,
-	        (unsigned long long)syncs);
-	assert_true(syncs >= 1 && syncs < BURST);
+	struct statfs sf;
+	int tmpfs = statfs(tmpdir, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+	print_message("fsync group commit: %d records, %llu fdatasync rounds%s\n", BURST,
+	        (unsigned long long)syncs, tmpfs ? " (tmpfs)" : "");
+	assert_true(syncs >= 1 && syncs <= BURST);
+	if (!tmpfs)
+		assert_true(syncs < BURST / 2);
 	assert_int_equal(s.notices, 0);
 	audit_close(log);
 	assert_int_equal(audit_verify(path, err, sizeof err), 0);
