@@ -627,6 +627,25 @@ def check_audit_log(recs, stopped=True):
         check_eq(recs[-1]["event"], "stop", "last audit event")
 
 
+# The fields of a decision record that every front door must give alike for the same policy
+# case (issue 9's conformance table; docs/design.md 7): who, where, and the verdict with its
+# rule.  `front` differs by design; `action` is the request's own (a tunnel's record has none);
+# `status` exists only where an HTTP answer was sent.
+AUDIT_VERDICT_KEYS = ("session", "host", "port", "decision", "reason", "rule")
+
+
+def audit_verdict(rec):
+    """The front-door-independent part of a decision record, as a dict."""
+    return {k: rec.get(k) for k in AUDIT_VERDICT_KEYS}
+
+
+def decision_records(recs, client=None):
+    """The request/connect (and later socks5/transparent/dns) decision records, in order, of
+    one client address ("IP:PORT") or of all."""
+    return [r for r in recs if r.get("decision") is not None and r["event"] != "classify"
+            and (client is None or r.get("client") == client)]
+
+
 def base_config(hosts, session_bound=None, session_limits=None, global_limits=None,
                 sessions=None, allow_addresses=("127.0.0.0/8",)):
     """A config with one default session; hosts maps reserved names to address lists."""

@@ -18,8 +18,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (EGRESSD_BIN, Conn, base_config, check, check_audit_log, check_eq,  # noqa
-                     check_audit_record, clean_env, echo_handler, make_cert, parse_audit,
+from harness import (Conn, audit_verdict, base_config, check, check_audit_log,  # noqa
+                     check_eq, decision_records, echo_handler, make_cert, parse_audit,
                      run_cases, run_curl, run_egressd)
 
 HOSTS = {"origin.test": ["127.0.0.1"], "echo.test": ["127.0.0.1"], "evil.test": ["127.0.0.1"]}
@@ -245,6 +245,45 @@ def case_chain_and_verify(h):
 
 
 
+def case_front_doors_agree(h):
+    """The same policy cases through the two front doors built so far (a forwarded GET and a
+    CONNECT) give decision records that agree on everything but their front (the audit part of
+    issue 9's conformance table, which adds columns as front doors arrive)."""
+    origin = h.origin()
+    hosts = dict(HOSTS, **{"private.test": ["10.0.0.1"]})
+    e = h.egressd(base_config(hosts, session_bound={"domains": ["evil.test:*"]}))
+    rows = [("origin.test", "allow", None), ("evil.test", "deny", 403),
+            ("private.test", "deny", 403), ("nx.invalid", "deny", 502)]
+    clients = {}
+    for host, _, _ in rows:
+        for front in ("http", "connect"):
+            c = Conn(e.port)
+            if front == "http":
+                c.request("GET", "http://%s:%d/agree" % (host, origin.port))
+                st = c.read_response().status
+            else:
+                c.request("CONNECT", "%s:%d" % (host, origin.port))
+                st = c.read_head()[0]
+            clients[(host, front)] = (c.local, st)
+            c.close()
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    check_audit_log(recs)
+    for host, decision, status in rows:
+        got = {}
+        for front in ("http", "connect"):
+            client, st = clients[(host, front)]
+            d = decision_records(recs, client)
+            check_eq(len(d), 1, "decision records of %s via %s" % (host, front))
+            check_eq(d[0]["front"], front, "front of %s via %s" % (host, front))
+            check_eq(d[0]["decision"], decision, "decision on %s via %s" % (host, front))
+            check_eq(d[0].get("status"), status, "status of %s via %s" % (host, front))
+            check_eq(st, 200 if status is None else status, "answer to %s via %s"
+                     % (host, front))
+            got[front] = audit_verdict(d[0])
+        check_eq(got["connect"], got["http"], "verdict fields for %s, CONNECT vs forward" % host)
+
+
 # ---- failing closed, never blocking --------------------------------------------------------
 
 AUDIT_FAIL_RE = r"egressd: audit: .*new connections are denied \(503 audit-unavailable\)"
@@ -467,6 +506,7 @@ if __name__ == "__main__":
         ("audit.chain: prev hashes, audit verify passes, then fails after tampering",
          case_chain_and_verify),
         ("status only when an answer was sent", case_status_only_when_sent),
+        ("forward and CONNECT agree on every verdict field", case_front_doors_agree),
         ("audit.path on a full device: 503 audit-unavailable, nothing dialled, said once",
          case_full_device_denies),
         ("a FIFO whose reader stalls: refused when full, tunnels go on, back when read",
