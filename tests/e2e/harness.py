@@ -372,6 +372,107 @@ def send_n_handler(n):
     return h
 
 
+class Recorder:
+    """A TCP listener on addr:port recording every byte of every connection.  mode "http"
+    answers each request head with a small keep-alive 200; "tunnel" only records; banner is
+    sent first on every connection (a server that speaks first, like SSH)."""
+
+    def __init__(self, addr="127.0.0.1", port=0, mode="http", banner=None, delay=0.0):
+        self.mode = mode
+        self.delay = delay
+        self.banner = banner
+        self.lock = threading.Lock()
+        self.conns = []  # dicts: data (bytearray), heads (list of bytes), closed (bool)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((addr, port))
+        self.sock.listen(64)
+        self.sock.settimeout(0.02)  # close() waits for the accept loop to notice; keep it short
+        self.addr, self.port = self.sock.getsockname()[:2]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            rec = {"data": bytearray(), "heads": [], "closed": False}
+            with self.lock:
+                self.conns.append(rec)
+            threading.Thread(target=self._run, args=(c, rec), daemon=True).start()
+
+    def _run(self, c, rec):
+        c.settimeout(20)
+        pending = b""
+        try:
+            if self.banner:
+                time.sleep(self.delay)
+                c.sendall(self.banner)
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                with self.lock:
+                    rec["data"] += d
+                if self.mode != "http":
+                    continue
+                pending += d
+                while b"\r\n\r\n" in pending:
+                    head, pending = pending.split(b"\r\n\r\n", 1)
+                    with self.lock:
+                        rec["heads"].append(head)
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                              b"Content-Length: 8\r\n\r\nrecorded")
+        except OSError:
+            pass
+        finally:
+            with self.lock:
+                rec["closed"] = True
+            c.close()
+
+    @property
+    def accepted(self):
+        with self.lock:
+            return len(self.conns)
+
+    def total(self):
+        with self.lock:
+            return sum(len(r["data"]) for r in self.conns)
+
+    def heads(self):
+        with self.lock:
+            return [h for r in self.conns for h in r["heads"]]
+
+    def data(self):
+        with self.lock:
+            return b"".join(bytes(r["data"]) for r in self.conns)
+
+    def wait_closed(self, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if self.conns and all(r["closed"] for r in self.conns):
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def wait_bytes(self, n, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.total() < n:
+            time.sleep(0.05)
+        return self.total()
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(5)
+        self.sock.close()
+
+
 def closed_port():
     """A loopback port that nothing listens on (bound, then closed)."""
     s = socket.socket()
@@ -427,7 +528,7 @@ LISTEN_RE = re.compile(r"egressd: listening on (?:127\.0\.0\.1|0\.0\.0\.0):(\d+)
 class Egressd:
     """One egressd serve process on a config written into tmpdir."""
 
-    def __init__(self, tmpdir, config, name="egressd", env=None):
+    def __init__(self, tmpdir, config, name="egressd", env=None, preexec=None):
         check(EGRESSD_BIN and os.path.exists(EGRESSD_BIN),
               "EGRESSD_BIN is not set or does not exist: %r" % EGRESSD_BIN)
         self.dir = tempfile.mkdtemp(prefix=name + "-", dir=tmpdir)
@@ -446,7 +547,8 @@ class Egressd:
         penv.update(env or {})
         self.proc = subprocess.Popen([EGRESSD_BIN, "serve", "-c", self.config_path],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=penv, cwd=self.dir)
+                                     stderr=subprocess.PIPE, env=penv, cwd=self.dir,
+                                     preexec_fn=preexec)
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
         if not self._listen.wait(START_TIMEOUT) or self.port is None:
@@ -957,10 +1059,11 @@ class Harness:
     def raw(self, handler):
         return self.add(RawServer(handler))
 
-    def egressd(self, config, name="egressd", env=None):
-        """Starts egressd serve on config (env: extra environment); it is killed by close() if
-        still running."""
-        e = Egressd(self.tmp, config, name, env)
+    def egressd(self, config, name="egressd", env=None, preexec=None):
+        """Starts egressd serve on config (env: extra environment; preexec: run in the child
+        before exec, e.g. to lower a resource limit); it is killed by close() if still
+        running."""
+        e = Egressd(self.tmp, config, name, env, preexec)
         self._cleanup.append(e.kill)
         return e
 

@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tlsmsg import (_u16, _u24, hello, hello_msg, real_client_hello, records, sni_ext,
                     split_hello)
-from harness import (Conn, TestFailure, base_config, check, check_audit_log, check_eq,  # noqa
+from harness import (Recorder, Conn, TestFailure, base_config, check, check_audit_log, check_eq,  # noqa
                      closed_port, make_cert, run_cases, clean_env, in_netns, rerun_in_netns,
                      skip)
 
@@ -139,107 +139,6 @@ def F(name, fn, sent, answer, why=""):
 
 # ---------------------------------------------------------------------------------------------
 # Upstreams that record exactly what reached them.
-
-class Recorder:
-    """A TCP listener on addr:port recording every byte of every connection.  mode "http"
-    answers each request head with a small keep-alive 200; "tunnel" only records; banner is
-    sent first on every connection (a server that speaks first, like SSH)."""
-
-    def __init__(self, addr="127.0.0.1", port=0, mode="http", banner=None, delay=0.0):
-        self.mode = mode
-        self.delay = delay
-        self.banner = banner
-        self.lock = threading.Lock()
-        self.conns = []  # dicts: data (bytearray), heads (list of bytes), closed (bool)
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((addr, port))
-        self.sock.listen(64)
-        self.sock.settimeout(0.02)  # close() waits for the accept loop to notice; keep it short
-        self.addr, self.port = self.sock.getsockname()[:2]
-        self.stopping = False
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
-
-    def _loop(self):
-        while not self.stopping:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            rec = {"data": bytearray(), "heads": [], "closed": False}
-            with self.lock:
-                self.conns.append(rec)
-            threading.Thread(target=self._run, args=(c, rec), daemon=True).start()
-
-    def _run(self, c, rec):
-        c.settimeout(20)
-        pending = b""
-        try:
-            if self.banner:
-                time.sleep(self.delay)
-                c.sendall(self.banner)
-            while True:
-                d = c.recv(65536)
-                if not d:
-                    break
-                with self.lock:
-                    rec["data"] += d
-                if self.mode != "http":
-                    continue
-                pending += d
-                while b"\r\n\r\n" in pending:
-                    head, pending = pending.split(b"\r\n\r\n", 1)
-                    with self.lock:
-                        rec["heads"].append(head)
-                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                              b"Content-Length: 8\r\n\r\nrecorded")
-        except OSError:
-            pass
-        finally:
-            with self.lock:
-                rec["closed"] = True
-            c.close()
-
-    @property
-    def accepted(self):
-        with self.lock:
-            return len(self.conns)
-
-    def total(self):
-        with self.lock:
-            return sum(len(r["data"]) for r in self.conns)
-
-    def heads(self):
-        with self.lock:
-            return [h for r in self.conns for h in r["heads"]]
-
-    def data(self):
-        with self.lock:
-            return b"".join(bytes(r["data"]) for r in self.conns)
-
-    def wait_closed(self, timeout):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            with self.lock:
-                if self.conns and all(r["closed"] for r in self.conns):
-                    return True
-            time.sleep(0.05)
-        return False
-
-    def wait_bytes(self, n, timeout):
-        deadline = time.time() + timeout
-        while time.time() < deadline and self.total() < n:
-            time.sleep(0.05)
-        return self.total()
-
-    def close(self):
-        self.stopping = True
-        self.thread.join(5)
-        self.sock.close()
-
 
 def recorder_443(h, mode):
     """A Recorder on port 443 of a random 127/8 address (so parallel suites never collide)."""
