@@ -560,7 +560,11 @@ static int response_head(struct proxy_conn *c)
 	f->resp_sent = 1;
 	if (st == 101) {
 		/* A websocket: from here both ways are bytes, relayed as a tunnel under the same
-		 * decision and the same byte limits. */
+		 * decision and the same byte limits.  http-parser paused before the head's last LF,
+		 * which is not the new protocol's. */
+		struct evbuffer *uin = bufferevent_get_input(c->up.bev);
+		if (evbuffer_get_length(uin) > 0 && *evbuffer_pullup(uin, 1) == '\n')
+			evbuffer_drain(uin, 1);
 		proxy_fwd_free(c);
 		c->carries = ALLOW_TUNNEL_OTHER;
 		proxy_tunnel_relay(c);
