@@ -866,20 +866,50 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigint_once),
 };
 
-/* As root: the same set again as nobody. */
+/* A copy of this program, mode 0755, in a new directory under /tmp (path receives it; dir the
+ * directory).  nobody may not be able to reach the build tree (a clone in /root, mode 0700):
+ * setpriv still reaches it with root's capabilities, but CMD, re-executed inside the namespace,
+ * would not. */
+static int copy_self(char *dir, size_t dircap, char *path, size_t pathcap)
+{
+	snprintf(dir, dircap, "/tmp/egressd-isolate-nobody-XXXXXX");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(path, pathcap, "%s/test_proxy_isolate", dir);
+	int in = open(self_exe, O_RDONLY | O_CLOEXEC);
+	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	int ok = in >= 0 && out >= 0 && chmod(dir, 0755) == 0 && fchmod(out, 0755) == 0;
+	char buf[65536];
+	ssize_t n = 0;
+	while (ok && (n = read(in, buf, sizeof buf)) > 0)
+		ok = write(out, buf, (size_t)n) == n;
+	ok = ok && n == 0;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) != 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* As root: the same set again as nobody, from a copy of this program that nobody can reach. */
 static void test_as_nobody(void **state)
 {
 	(void)state;
 	if (geteuid() != 0)
 		skip();
+	char dir[64], copy[96] = "";
+	if (copy_self(dir, sizeof dir, copy, sizeof copy) != 0)
+		fail_msg("cannot copy %s to %s: %s", self_exe, copy, strerror(errno));
 	pid_t pid = fork();
 	if (pid == 0) {
 		execlp("setpriv", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-		        "--inh-caps=-all", "--", self_exe, "--as-user", (char *)NULL);
+		        "--inh-caps=-all", "--", copy, "--as-user", (char *)NULL);
 		_exit(127);
 	}
 	int st = 0;
 	waitpid(pid, &st, 0);
+	unlink(copy);
+	rmdir(dir);
 	assert_true(WIFEXITED(st));
 	if (WEXITSTATUS(st) == EXIT_SKIP) {
 		print_message("SKIPPED: nobody cannot make a user namespace here\n");
