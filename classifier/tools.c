@@ -809,7 +809,6 @@ static int t_deno(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 	        "name", "root", "output", "target", "include", "exclude", "filter", "reporter",
 	        "coverage", "shuffle", "doc", "permit-no-files", "token", "set-version", "jobs",
 	        NULL};
-	static const struct cls_opts spec = {"cLA", NULL, NULL, 0, 0};
 	static const char *const fetchers[] = {"install", "i", "add", "cache", "outdated",
 	        "update", "upgrade", "remove", NULL};
 	static const char *const runners[] = {"run", "serve", "test", "bench", "task", "repl",
@@ -817,8 +816,7 @@ static int t_deno(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 	static const char *const local[] = {"fmt", "lint", "check", "doc", "info", "types",
 	        "completions", "help", "init", "lsp", "uninstall", "clean", "coverage", "bundle",
 	        "vendor", NULL};
-	(void)spec;
-	size_t i = 1;
+	size_t i = 1; /* deno's own options come before the subcommand */
 	while (i < n && v[i].len > 1 && v[i].s[0] == '-' && !(v[i].flags & CLS_W_LEADEXP))
 		i++;
 	if (i >= n)
@@ -984,7 +982,7 @@ static int t_php(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 /* ---- the environment a line sets -------------------------------------------------------- */
 
 /* Names whose value a rule reads: registry overrides. */
-static const char *const env_names[] = {"BUN_CONFIG_REGISTRY", "GOFLAGS", "GOPROXY",
+static const char *const env_names[] = {"BUN_CONFIG_REGISTRY", "BUNDLE_MIRROR__ALL", "GOPROXY",
         "HOMEBREW_API_DOMAIN", "HOMEBREW_ARTIFACT_DOMAIN", "HOMEBREW_BOTTLE_DOMAIN",
         "NPM_CONFIG_REGISTRY", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_NO_INDEX",
         "RUBYGEMS_HOST", "TWINE_REPOSITORY", "TWINE_REPOSITORY_URL", "UV_DEFAULT_INDEX",
@@ -994,6 +992,9 @@ static const char *const env_names[] = {"BUN_CONFIG_REGISTRY", "GOFLAGS", "GOPRO
 
 void cls_note_assign(struct cls_ctx *c, const struct cls_word *w)
 {
+	/* most assignments name none of them: the first letters of env_names */
+	if (w->len == 0 || strchr("BGHNPRTUYny", w->s[0]) == NULL)
+		return;
 	const char *eq = memchr(w->s, '=', w->len);
 	if (eq == NULL || eq == w->s)
 		return;
@@ -1859,20 +1860,18 @@ static int t_go(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 	}
 	if (tags == 0)
 		return 0;
-	c->tags |= tags;
 	const char *val;
 	size_t vlen;
 	const struct cls_word *pw = env_value(c, goproxy, &val, &vlen);
 	if (pw == NULL) {
-		c->registries |= ALLOW_REG_GO;
+		package_tags(c, tags, ALLOW_REG_GO, 0);
 		return 0;
 	}
+	if (vlen == 3 && memcmp(val, "off", 3) == 0)
+		return 0; /* GOPROXY=off: nothing may be fetched */
+	c->tags |= tags;
 	if (memchr(val, CLS_EXP_MARK, vlen) != NULL)
 		return 0;
-	if (vlen == 3 && memcmp(val, "off", 3) == 0) {
-		c->tags &= ~tags | (c->tags & ~(R | W)); /* nothing may be fetched */
-		return 0;
-	}
 	if (value_hosts(c, val, vlen, pw->off))
 		for (size_t i = args; i < n; i++)
 			module_host(c, &v[i]); /* GOPROXY=direct: from each module's own host */
@@ -2222,10 +2221,8 @@ plain:;
 	unsigned tags = verb_tags(verbs, verb);
 	if (cls_word_is(verb, "b"))
 		tags = R; /* buildx's alias of build */
-	if (tags == 0) {
-		c->tags |= 0;
+	if (tags == 0)
 		return 0;
-	}
 	c->tags |= tags;
 	int is_build = cls_word_is(verb, "build") || cls_word_is(verb, "b") ||
 	               cls_word_is(verb, "bake") || buildx;

@@ -352,6 +352,7 @@ for line, exp, note in [
         ("go run example.test/cmd/x@latest", RD, "run MODULE@VERSION fetches"),
         ("GOPROXY=https://goproxy.test go mod download", RD, "proxy from the environment"),
         ("GOPROXY=off go get x.test/m", "none", "no proxy: nothing fetched"), ("go frobnicate", RW, "unknown verb"),
+        ("curl -s https://x.test; GOPROXY=off go get x.test/m", RD, "GOPROXY=off takes nothing from the other commands"),
         ]:
     c("go", line, exp, note)
 for line, exp, note in [
