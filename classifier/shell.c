@@ -1302,7 +1302,7 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	int opener = 0;
 	if (!(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)))
 		for (size_t i = 0; openers[i] != NULL; i++)
-			if (strcmp(t->w.s, openers[i]) == 0)
+			if (t->w.s[0] == openers[i][0] && strcmp(t->w.s, openers[i]) == 0)
 				opener = 1;
 	/* A command starts after `coproc`, and bash reads the word after that first one as a
 	 * command start too (the first may be the coprocess's NAME): `coproc a[b c]=1 git push`
@@ -1317,7 +1317,7 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	        "declare", "typeset", "local", "export", "readonly", NULL};
 	if (P->assign_ok && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)))
 		for (size_t i = 0; assigners[i] != NULL; i++)
-			if (strcmp(t->w.s, assigners[i]) == 0)
+			if (t->w.s[0] == assigners[i][0] && strcmp(t->w.s, assigners[i]) == 0)
 				P->assign_args = 1;
 	P->assign_ok = opener || P->assign_args || (P->assign_ok && is_assignment(&t->w));
 	if (coproc_first && !is_assignment(&t->w))
@@ -1343,8 +1343,9 @@ static void consume(struct parser *P)
 
 static int is_word(const struct token *t, const char *w)
 {
-	return t->kind == T_WORD && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
-	       strcmp(t->w.s, w) == 0;
+	/* the first byte first: this runs for every word against every reserved word */
+	return t->kind == T_WORD && t->w.s[0] == w[0] &&
+	       !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) && strcmp(t->w.s, w) == 0;
 }
 
 static int in_stops(const struct token *t, const char *const *stops)

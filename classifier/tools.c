@@ -2721,9 +2721,26 @@ static const struct tool tools[] = {
         {"yum", t_dnf},
 };
 
-static int cmp_tool(const void *key, const void *elem)
+/* The tool named name (NUL-terminated), or NULL.  A binary search that compares the first
+ * byte before calling strcmp: most programs are no tool (cd, make, grep), and this lookup runs
+ * for each of them. */
+static const struct tool *find_tool(const char *name)
 {
-	return strcmp(key, ((const struct tool *)elem)->name);
+	size_t lo = 0, hi = sizeof tools / sizeof tools[0];
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const char *t = tools[mid].name;
+		int d = (unsigned char)name[0] - (unsigned char)t[0];
+		if (d == 0)
+			d = strcmp(name, t);
+		if (d == 0)
+			return &tools[mid];
+		if (d < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
 }
 
 /* Versioned names run the same program: python3.12, pip3, php8.2, perl5.36, ruby3.1, node18. */
@@ -2746,11 +2763,10 @@ int cls_rule_tools(struct cls_ctx *c, const struct cls_word *v, size_t n, unsign
 		memcpy(name, base, k);
 		name[k] = '\0';
 		if (cls_in_list(versioned, name, k))
-			t = bsearch(name, tools, sizeof tools / sizeof tools[0], sizeof tools[0],
-			        cmp_tool);
+			t = find_tool(name);
 	}
 	if (t == NULL)
-		t = bsearch(base, tools, sizeof tools / sizeof tools[0], sizeof tools[0], cmp_tool);
+		t = find_tool(base);
 	if (t == NULL)
 		return 0;
 	return t->fn(c, v, n, flags);

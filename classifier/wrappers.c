@@ -30,7 +30,7 @@ int cls_in_list(const char *const *list, const char *o, size_t ol)
 
 int cls_word_is(const struct cls_word *w, const char *lit)
 {
-	return !(w->flags & CLS_W_EXP) && strcmp(w->s, lit) == 0;
+	return !(w->flags & CLS_W_EXP) && w->s[0] == lit[0] && strcmp(w->s, lit) == 0;
 }
 
 int cls_method_is_read(const char *s, size_t len)
@@ -2040,7 +2040,10 @@ static int w_git_dashed(struct cls_ctx *c, struct run *r)
 
 static int cmp_handler(const void *key, const void *elem)
 {
-	return strcmp(key, ((const struct handler *)elem)->name);
+	/* the first byte first: every command word is looked up here */
+	const char *name = ((const struct handler *)elem)->name;
+	int d = *(const unsigned char *)key - *(const unsigned char *)name;
+	return d != 0 ? d : strcmp(key, name);
 }
 
 static int is_network_program(const char *b, size_t bl)
