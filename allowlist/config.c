@@ -27,7 +27,7 @@
 #define CFG_MAX_ERRORS 100         /* beyond this the rest is noise: stop collecting */
 #define CFG_FILE_MAX (1024 * 1024) /* a config larger than this is a mistake, not a config */
 #define CFG_EMPTY_MSG                                                                              \
-	"the config is empty (expected a mapping with some of: listen, dns, limits, audit, "       \
+	"the config is empty (expected a mapping with some of: listen, dns, limits, audit, tls, "  \
 	"bounds, sessions)"
 #define DEFAULT_LISTEN_PROXY "127.0.0.1:3128"
 #define DEFAULT_AUDIT_PATH "audit.jsonl"
@@ -629,9 +629,8 @@ static struct allow_config *load(
 		} else if (root != NULL && root->type != YAML_MAPPING_NODE) {
 			char q[CFG_QUOTE_BUF];
 			allow_cfg_err_at(&ld, root,
-			        "the top level must be a mapping (listen, dns, limits, audit, "
-			        "bounds, "
-			        "sessions), got %s",
+			        "the top level must be a mapping (listen, dns, limits, audit, tls, "
+			        "bounds, sessions), got %s",
 			        node_desc(root, q, sizeof q));
 		} else if (root != NULL) {
 			allow_cfg_walk(&ld, root, allow_cfg_top_keys, ld.cfg);
@@ -783,6 +782,9 @@ void allow_config_free(struct allow_config *cfg)
 	free(cfg->audit_path);
 	for (size_t i = 0; i < ALLOW_REG_COUNT; i++)
 		free(cfg->registries[i]);
+	free(cfg->tls.ca_cert);
+	free(cfg->tls.ca_key);
+	free(cfg->tls.upstream_ca);
 	for (size_t i = 0; i < cfg->nsessions; i++)
 		session_config_free(&cfg->sessions[i], 1);
 	free(cfg->sessions);

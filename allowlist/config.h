@@ -47,6 +47,24 @@ struct allow_global_limits {
 	uint64_t shutdown_grace_ms; /* shutdownGrace, default 10s */
 };
 
+/* Where a value was written: 1-based line and column, 0 when it was not written. */
+struct allow_pos {
+	unsigned long line;
+	unsigned long col;
+};
+
+/* tls: (docs/design.md 5, 11; docs/inspection.md).  Paths are taken relative to the config's
+ * folder, as auth.tokenFile is.  The loader only checks the shape: reading and judging the files
+ * is proxy/ca.c's (allowlist does not link OpenSSL), which reports at the positions kept here. */
+struct allow_tls_config {
+	char *ca_cert;                   /* tls.ca.cert, resolved; NULL when tls.ca is absent */
+	char *ca_key;                    /* tls.ca.key, resolved; set exactly when ca_cert is */
+	char *upstream_ca;               /* tls.upstreamCA as a file, resolved; NULL = system */
+	struct allow_pos ca_cert_at;     /* the value of tls.ca.cert */
+	struct allow_pos ca_key_at;      /* the value of tls.ca.key */
+	struct allow_pos upstream_ca_at; /* the value of tls.upstreamCA */
+};
+
 struct allow_session_config {
 	char *name;                  /* key under sessions: */
 	struct allow_bound bound;    /* merged: named bounds, then the inline bound */
@@ -85,6 +103,7 @@ struct allow_config {
 	char *audit_path;                /* audit.path; "-" = standard output; default "audit.jsonl" */
 	int audit_chain;                 /* audit.chain: add "prev" hashes */
 	int audit_fsync;                 /* audit.fsync: records durable before bytes move */
+	struct allow_tls_config tls;     /* tls: the inspection CA and the upstream trust */
 	struct allow_session_config *sessions; /* in file order */
 	size_t nsessions;
 	struct allow_named_bound *bounds; /* bounds:, in file order: sessions made later (control
@@ -104,8 +123,8 @@ struct allow_errors {
 void allow_errors_free(struct allow_errors *e);
 
 /* Loads and validates path.  Returns the config (caller frees with allow_config_free), or NULL
- * with every error appended to errs.  Relative paths in the config (tokenFile) are taken relative
- * to the config file's folder. */
+ * with every error appended to errs.  Relative paths in the config (tokenFile, tls.ca.cert,
+ * tls.ca.key, tls.upstreamCA) are taken relative to the config file's folder. */
 struct allow_config *allow_config_load(const char *path, struct allow_errors *errs);
 
 /* The same from a buffer; `name` stands for the file name in error messages. */

@@ -17,6 +17,7 @@
 #define CFG_SEGMENT_MAX 64 /* longest key shown in a path before "..." */
 #define CFG_QUOTE_BUF 96   /* a user value quoted in a message */
 #define CFG_MSG_MAX 1024   /* one error line */
+#define CFG_FILE_PATH_MAX 4096 /* a file path after joining it to the config's folder */
 
 struct cfg_err {
 	unsigned long line; /* 1-based; 0 when the error has no position */
@@ -78,6 +79,7 @@ struct cfg_key {
 	uint64_t min;              /* numbers: the smallest value accepted */
 	int kind;                  /* allowDomains / domains: the allow_set_kind */
 	uint16_t default_port; /* address lists: the port of an entry without one; 0 = required */
+	size_t off_at;         /* file paths: the struct allow_pos that gets the value's place */
 };
 
 /* Error lines: "FILE:LINE:COL: KEY.PATH: message" at node (or "FILE: message" for NULL).  A

@@ -756,6 +756,32 @@ static int set_token(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t
 	return 0;
 }
 
+/* A file path value into full: as written when absolute, else relative to the config's folder.
+ * 0, or -1 after reporting. */
+static int path_read(struct cfg_loader *ld, yaml_node_t *val, char *full, size_t cap)
+{
+	size_t len;
+	const char *v = allow_cfg_scalar_text(ld, val, "a file path", &len);
+	if (v == NULL)
+		return -1;
+	char q[CFG_QUOTE_BUF];
+	if (len == 0) {
+		allow_cfg_err_at(ld, val, "must not be empty");
+		return -1;
+	}
+	int n;
+	if (v[0] == '/' || ld->dir == NULL)
+		n = snprintf(full, cap, "%s", v);
+	else
+		n = snprintf(full, cap, "%s/%s", ld->dir, v);
+	if (n < 0 || (size_t)n >= cap) {
+		allow_cfg_err_at(
+		        ld, val, "%s: the path is too long", allow_cfg_quote(q, sizeof q, v, len));
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads a token file: at most CFG_TOKEN_MAX bytes, one line, one trailing newline dropped. */
 static int read_token_file(const char *path, char **out, char *why, size_t whylen)
 {
@@ -837,22 +863,9 @@ static int set_token_file(struct cfg_loader *ld, const struct cfg_key *k, yaml_n
 		allow_cfg_err_at(ld, key, "not accepted in a request body (give token instead)");
 		return -1;
 	}
-	size_t len;
-	const char *v = allow_cfg_scalar_text(ld, val, "a file path", &len);
-	if (v == NULL)
+	char full[CFG_FILE_PATH_MAX];
+	if (path_read(ld, val, full, sizeof full) == -1)
 		return -1;
-	char full[4096];
-	int n;
-	if (v[0] == '/' || ld->dir == NULL)
-		n = snprintf(full, sizeof full, "%s", v);
-	else
-		n = snprintf(full, sizeof full, "%s/%s", ld->dir, v);
-	char q[CFG_QUOTE_BUF];
-	if (n < 0 || (size_t)n >= sizeof full) {
-		allow_cfg_err_at(
-		        ld, val, "%s: the path is too long", allow_cfg_quote(q, sizeof q, v, len));
-		return -1;
-	}
 	char why[128];
 	if (read_token_file(full, &w->s.token, why, sizeof why) == -1) {
 		/* The resolved path, whole: which folder a relative path was taken from is the
@@ -1067,6 +1080,99 @@ void allow_cfg_sessions_finish(struct cfg_loader *ld)
 	allow_cfg_path_pop(ld, 0);
 }
 
+/* ---- tls --------------------------------------------------------------------------------- */
+
+/* A file path into base + off (resolved, see path_read) and its place into base + off_at.  The
+ * file is not opened here: proxy/ca.c reads it and reports what is wrong at that place. */
+static int set_file(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
+        yaml_node_t *val, void *base)
+{
+	(void)key;
+	char full[CFG_FILE_PATH_MAX];
+	if (path_read(ld, val, full, sizeof full) == -1)
+		return -1;
+	char *s = strdup(full);
+	if (s == NULL) {
+		allow_cfg_err_oom(ld, val);
+		return -1;
+	}
+	char **dst = (char **)((char *)base + k->off);
+	free(*dst);
+	*dst = s;
+	struct allow_pos *at = (struct allow_pos *)((char *)base + k->off_at);
+	at->line = (unsigned long)val->start_mark.line + 1;
+	at->col = (unsigned long)val->start_mark.column + 1;
+	return 0;
+}
+
+/* tls.upstreamCA: "system" (the default trust store; a file of that name is "./system") or a
+ * CA bundle file. */
+static int set_upstream_ca(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
+        yaml_node_t *val, void *base)
+{
+	if (val->type != YAML_SCALAR_NODE) {
+		allow_cfg_err_type(ld, val, "system or a CA bundle file");
+		return -1;
+	}
+	if (strcmp((const char *)val->data.scalar.value, "system") == 0) {
+		struct allow_tls_config *tls = base;
+		tls->upstream_ca_at.line = (unsigned long)val->start_mark.line + 1;
+		tls->upstream_ca_at.col = (unsigned long)val->start_mark.column + 1;
+		return 0;
+	}
+	return set_file(ld, k, key, val, base);
+}
+
+static const struct cfg_key tls_ca_keys[] = {
+        {.name = "cert",
+                .set = set_file,
+                .off = offsetof(struct allow_tls_config, ca_cert),
+                .off_at = offsetof(struct allow_tls_config, ca_cert_at)},
+        {.name = "key",
+                .set = set_file,
+                .off = offsetof(struct allow_tls_config, ca_key),
+                .off_at = offsetof(struct allow_tls_config, ca_key_at)},
+        {.name = NULL},
+};
+
+/* 1 when mapping m has the key name. */
+static int map_has(struct cfg_loader *ld, yaml_node_t *m, const char *name)
+{
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	        p++) {
+		yaml_node_t *kn = allow_cfg_node_get(ld, p->key);
+		if (kn->type == YAML_SCALAR_NODE &&
+		        strcmp((const char *)kn->data.scalar.value, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* tls.ca: {cert, key}, both required: a certificate without its key cannot sign a leaf. */
+static int set_tls_ca(struct cfg_loader *ld, const struct cfg_key *k, yaml_node_t *key,
+        yaml_node_t *val, void *base)
+{
+	(void)k;
+	if (allow_cfg_walk(ld, val, tls_ca_keys, base) == -1)
+		return -1;
+	int cert = map_has(ld, val, "cert"), pkey = map_has(ld, val, "key");
+	if (cert && pkey)
+		return 0;
+	allow_cfg_err_at(ld, key,
+	        "needs both cert and key (the CA certificate and its private "
+	        "key; egressd ca init DIR writes ca.pem and ca.key)");
+	return -1;
+}
+
+static const struct cfg_key tls_keys[] = {
+        {.name = "ca", .set = set_tls_ca},
+        {.name = "upstreamCA",
+                .set = set_upstream_ca,
+                .off = offsetof(struct allow_tls_config, upstream_ca),
+                .off_at = offsetof(struct allow_tls_config, upstream_ca_at)},
+        {.name = NULL},
+};
+
 /* ---- the top level ----------------------------------------------------------------------- */
 
 static const struct cfg_key listen_keys[] = {
@@ -1219,6 +1325,7 @@ const struct cfg_key allow_cfg_top_keys[] = {
                 .off = offsetof(struct allow_config, limits),
                 .sub = limits_keys},
         {.name = "audit", .set = set_map, .sub = audit_keys},
+        {.name = "tls", .set = set_map, .off = offsetof(struct allow_config, tls), .sub = tls_keys},
         {.name = "bounds", .set = set_bounds},
         {.name = "sessions", .set = set_sessions},
         {.name = "registries", .set = set_map, .sub = registries_keys},

@@ -284,6 +284,44 @@ static void test_registries(void **state)
 	allow_config_free(c);
 }
 
+/* tls: paths relative to the config's folder (as tokenFile), absolute ones as written,
+ * "system" as no file, and where each value was written. */
+static void test_tls(void **state)
+{
+	(void)state;
+	const char *text = "tls:\n"
+	                   "  ca: {cert: ca/ca.pem, key: /etc/egressd/ca.key}\n"
+	                   "  upstreamCA: system\n";
+	struct allow_errors e = {0};
+	struct allow_config *c = allow_config_load_buffer("conf.d/egressd.yaml", text, strlen(text), &e);
+	if (c == NULL)
+		dump(&e);
+	assert_non_null(c);
+	assert_string_equal(c->tls.ca_cert, "conf.d/ca/ca.pem");
+	assert_string_equal(c->tls.ca_key, "/etc/egressd/ca.key");
+	assert_null(c->tls.upstream_ca);
+	assert_int_equal(c->tls.ca_cert_at.line, 2);
+	assert_int_equal(c->tls.ca_cert_at.col, 14);
+	assert_int_equal(c->tls.ca_key_at.line, 2);
+	assert_int_equal(c->tls.ca_key_at.col, 30);
+	assert_int_equal(c->tls.upstream_ca_at.line, 3);
+	allow_config_free(c);
+
+	c = load_ok("tls: {upstreamCA: ./system}\n");
+	assert_string_equal(c->tls.upstream_ca, "././system");
+	assert_null(c->tls.ca_cert);
+	assert_null(c->tls.ca_key);
+	assert_int_equal(c->tls.upstream_ca_at.col, 19);
+	allow_config_free(c);
+
+	c = load_ok("sessions: {}\n");
+	assert_null(c->tls.ca_cert);
+	assert_null(c->tls.upstream_ca);
+	assert_int_equal(c->tls.upstream_ca_at.line, 0);
+	allow_config_free(c);
+	allow_errors_free(&e);
+}
+
 static void test_print(void **state)
 {
 	(void)state;
@@ -540,8 +578,8 @@ struct error_case {
 static const struct error_case error_cases[] = {
 	/* unknown keys, at every level */
 	{"zzz: 1\n",
-		"t.yaml:1:1: zzz: unknown key (expected one of: listen, dns, limits, audit, bounds, "
-		"sessions, registries)"},
+		"t.yaml:1:1: zzz: unknown key (expected one of: listen, dns, limits, audit, tls, "
+		"bounds, sessions, registries)"},
 	/* registries: one host per known family */
 	{"registries: {cargo: x.test}\n",
 		"t.yaml:1:14: registries.cargo: unknown key (expected one of: brew, crates, docker, go, "
@@ -704,18 +742,38 @@ static const struct error_case error_cases[] = {
 	{"sessions:\n  s:\n    auth: {token: \"\"}\n",
 		"t.yaml:3:19: sessions.s.auth.token: must not be empty"},
 
+	/* tls */
+	{"tls: {ca: {cert: ca.pem}}\n",
+		"t.yaml:1:7: tls.ca: needs both cert and key (the CA certificate and its private key; "
+		"egressd ca init DIR writes ca.pem and ca.key)"},
+	{"tls:\n  ca: {key: ca.key}\n",
+		"t.yaml:2:3: tls.ca: needs both cert and key (the CA certificate and its private key; "
+		"egressd ca init DIR writes ca.pem and ca.key)"},
+	{"tls: {ca: {cert: ca.pem, key: \"\"}}\n", "t.yaml:1:31: tls.ca.key: must not be empty"},
+	{"tls: {ca: {cert: [a], key: b}}\n",
+		"t.yaml:1:18: tls.ca.cert: expected a file path, got a list"},
+	{"tls: {ca: x}\n", "t.yaml:1:11: tls.ca: expected a mapping, got \"x\""},
+	{"tls: {ca: {cert: a, key: b, chain: c}}\n",
+		"t.yaml:1:29: tls.ca.chain: unknown key (expected one of: cert, key)"},
+	{"tls: {upstreamCA: [a]}\n",
+		"t.yaml:1:19: tls.upstreamCA: expected system or a CA bundle file, got a list"},
+	{"tls: {upstreamCA: ~}\n",
+		"t.yaml:1:19: tls.upstreamCA: expected a file path, got an empty value"},
+	{"tls: {cas: {}}\n", "t.yaml:1:7: tls.cas: unknown key (expected one of: ca, upstreamCA)"},
+	{"tls: []\n", "t.yaml:1:6: tls: expected a mapping, got a list"},
+
 	/* the document itself */
 	{"", "t.yaml: the config is empty (expected a mapping with some of: listen, dns, limits, "
-	     "audit, bounds, sessions)"},
+	     "audit, tls, bounds, sessions)"},
 	{"# nothing but a comment\n",
 		"t.yaml: the config is empty (expected a mapping with some of: listen, dns, limits, "
-		"audit, bounds, sessions)"},
+		"audit, tls, bounds, sessions)"},
 	{"---\n", "t.yaml: the config is empty (expected a mapping with some of: listen, dns, "
-		  "limits, audit, bounds, sessions)"},
+		  "limits, audit, tls, bounds, sessions)"},
 	{"- a\n- b\n", "t.yaml:1:1: the top level must be a mapping (listen, dns, limits, audit, "
-		       "bounds, sessions), got a list"},
+		       "tls, bounds, sessions), got a list"},
 	{"hello\n", "t.yaml:1:1: the top level must be a mapping (listen, dns, limits, audit, "
-		    "bounds, sessions), got \"hello\""},
+		    "tls, bounds, sessions), got \"hello\""},
 	{"audit: {}\n---\naudit: {}\n",
 		"t.yaml:2:1: a second YAML document: a config is exactly one document"},
 	{"bounds:\n  b: &x {}\n",
@@ -848,7 +906,7 @@ static void test_user_bytes_escaped(void **state)
 	assert_null(strchr(e.lines[0], '\033'));
 	assert_string_equal(e.lines[0],
 		"t.yaml:1:1: a\\x0ab\\x1b: unknown key (expected one of: listen, dns, limits, audit, "
-		"bounds, sessions, registries)");
+		"tls, bounds, sessions, registries)");
 	allow_errors_free(&e);
 }
 
@@ -1057,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_three_errors),
 		cmocka_unit_test(test_many_errors_capped),
 		cmocka_unit_test(test_user_bytes_escaped),
+		cmocka_unit_test(test_tls),
 		cmocka_unit_test(test_token_file),
 		cmocka_unit_test(test_token_file_errors),
 		cmocka_unit_test(test_missing_file),
