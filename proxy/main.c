@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <http_parser.h>
 
@@ -9,7 +10,9 @@
 #include "audit/audit.h"
 #include "classifier/classifier.h"
 #include "proxy/connect.h"
+#include "proxy/ca.h"
 #include "proxy/proxy.h"
+#include "proxy/tlsctx.h"
 
 #define DEFAULT_CONFIG "/etc/egressd/egressd.yaml"
 
@@ -21,6 +24,9 @@ static void usage(FILE *out)
 	      "                                        network actions of a shell command line\n"
 	      "       egressd connect [--proxy URL] HOST PORT\n"
 	      "                                        standard input and output through a tunnel\n"
+	      "       egressd ca init DIR [--permit PATTERN]...\n"
+	      "                                        write a CA for TLS inspection\n"
+	      "       egressd ca bundle [-c FILE]      write the trust bundle of tls.ca, print its path\n"
 	      "       egressd audit verify FILE        check an audit log's hash chain\n"
 	      "       egressd version\n",
 		out);
@@ -53,13 +59,24 @@ static int cmd_check(const char *path)
 		allow_errors_free(&errs);
 		return 2;
 	}
-	allow_errors_free(&errs);
+	/* The CA and the upstream trust, judged as serve needs them. */
+	struct proxy_tls *tls = proxy_tls_new(cfg, PROXY_TLS_SERVE, time(NULL), &errs);
+	if (tls == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "egressd: %s\n", errs.lines[i]);
+		fprintf(stderr, "egressd: %s: %zu error%s\n", path, errs.n, errs.n == 1 ? "" : "s");
+		allow_errors_free(&errs);
+		allow_config_free(cfg);
+		return 2;
+	}
 	printf("%s: ok\n", path);
 	/* Where decisions go on record, and how (docs/audit.md). */
 	printf("audit: %s (chain: %s, fsync: %s)\n",
 		strcmp(cfg->audit_path, "-") == 0 ? "standard output" : cfg->audit_path,
 		cfg->audit_chain ? "on" : "off", cfg->audit_fsync ? "on" : "off");
 	allow_config_print(cfg, stdout);
+	proxy_tls_print(tls, cfg, stdout);
+	proxy_tls_free(tls);
 	allow_config_free(cfg);
 	return 0;
 }
@@ -102,6 +119,8 @@ int main(int argc, char **argv)
 		return cls_cli_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "connect") == 0)
 		return proxy_connect_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "ca") == 0)
+		return proxy_ca_cli_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "audit") == 0)
 		return cmd_audit(argc, argv);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
