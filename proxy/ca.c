@@ -26,6 +26,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "allowlist/host.h"
+
 #define CA_FILE_MAX (1024 * 1024)        /* a PEM certificate or key larger than this is wrong */
 #define CA_SYSTEM_MAX (16 * 1024 * 1024) /* the system bundle (Debian's is about 200 KiB) */
 #define CA_BUCKETS 2048                  /* hash buckets, at least twice PROXY_CA_CACHE_MAX */
@@ -180,59 +182,26 @@ struct leaf_name {
 	int iplen;
 };
 
-/* Reads host into *out: an IPv4 or IPv6 literal (brackets optional for IPv6), or a DNS name of
- * letters, digits, '-' and '_' in labels of 1-63 bytes.  0, or -1 with a reason. */
+/* Reads host into *out through the one canonicaliser every destination passes
+ * (allow_canon_host, docs/policy.md 1): a name, any inet_aton spelling of an IPv4 address, or an
+ * IPv6 literal with or without brackets.  0, or -1 with a reason. */
 static int name_parse(const char *host, struct leaf_name *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
+	struct allow_dest d;
 	size_t len = strlen(host);
-	char buf[PROXY_CA_NAME_MAX + 2];
-	if (len >= 2 && host[0] == '[' && host[len - 1] == ']' && len - 2 < sizeof buf) {
-		memcpy(buf, host + 1, len - 2);
-		buf[len - 2] = '\0';
-		if (inet_pton(AF_INET6, buf, out->ip) == 1) {
-			out->is_ip = 1;
-			out->iplen = 16;
-			inet_ntop(AF_INET6, out->ip, out->text, sizeof out->text);
-			return 0;
-		}
-		say(err, errlen, "\"%s\" is not an IPv6 address", buf);
+	enum allow_canon_err ce = allow_canon_host(host, len, &d);
+	if (ce != ALLOW_CANON_OK) {
+		say(err, errlen, "cannot mint a certificate for \"%.*s\": %s",
+		        (int)(len < 80 ? len : 80), host, allow_canon_strerror(ce));
 		return -1;
 	}
-	if (inet_pton(AF_INET, host, out->ip) == 1 || inet_pton(AF_INET6, host, out->ip) == 1) {
+	memcpy(out->text, d.host, strlen(d.host) + 1);
+	if (d.kind != ALLOW_HOST_NAME) {
 		out->is_ip = 1;
-		out->iplen = strchr(host, ':') != NULL ? 16 : 4;
-		inet_ntop(out->iplen == 16 ? AF_INET6 : AF_INET, out->ip, out->text,
-		        sizeof out->text);
-		return 0;
+		out->iplen = d.kind == ALLOW_HOST_IPV4 ? 4 : 16;
+		memcpy(out->ip, d.addr, (size_t)out->iplen);
 	}
-	if (len > 0 && host[len - 1] == '.')
-		len--;
-	if (len == 0 || len > PROXY_CA_NAME_MAX) {
-		say(err, errlen, "a host name must be 1 to %d bytes", PROXY_CA_NAME_MAX);
-		return -1;
-	}
-	size_t label = 0; /* bytes of the label being read */
-	int bad = 0;
-	for (size_t i = 0; i < len && !bad; i++) {
-		char c = host[i];
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		if (c == '.')
-			bad = label == 0, label = 0;
-		else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')
-			bad = ++label > 63;
-		else
-			bad = 1;
-		out->text[i] = c;
-	}
-	if (bad || label == 0) {
-		say(err, errlen, "cannot mint a certificate for \"%.*s\": not a host name",
-		        (int)(len < 80 ? len : 80), host);
-		memset(out, 0, sizeof *out);
-		return -1;
-	}
-	out->text[len] = '\0';
 	return 0;
 }
 

@@ -100,9 +100,10 @@ int proxy_ca_permits(const struct proxy_ca *ca, const char *host);
 int proxy_ca_permits_pattern(
         const struct proxy_ca *ca, const char *pattern, char *err, size_t errlen);
 
-/* The canonical text of a host as leaves and the cache name it (lower case, no trailing dot;
- * an address as inet_ntop writes it, IPv6 without brackets) into out, and whether it is an
- * address.  0, or -1 when it is neither a host name nor an address, or does not fit cap. */
+/* The canonical text of a host as leaves and the cache name it (allow_canon_host's: lower case,
+ * no trailing dot; an address as inet_ntop writes it, IPv6 without brackets) into out, and
+ * whether it is an address.  0, or -1 when it is neither a host name nor an address, or does not
+ * fit cap. */
 int proxy_ca_canon(const char *host, char *out, size_t cap, int *is_ip);
 
 /* Writes the CA into dir (made, with its missing parents, mode 0700): PROXY_CA_KEY_FILE (mode 0600)
@@ -118,13 +119,13 @@ void proxy_ca_describe(const struct proxy_ca *ca, char *buf, size_t cap);
 
 /* ---- leaves -------------------------------------------------------------------------------- */
 
-/* The leaf for host: a canonical DNS name (letters, digits, '-', '_', dots; at most
- * PROXY_CA_NAME_MAX; upper case and one trailing dot are folded) or an IPv4/IPv6 literal (an
- * IPv6 one with or without brackets).  From the cache when there is a leaf younger than
- * PROXY_CA_LEAF_REMINT_S, else minted now and cached (evicting the least recently used).  The
- * certificate is owned by ca and stays valid until the next proxy_ca_leaf* call on ca: use it
- * (SSL_use_certificate takes its own reference) or X509_up_ref it at once.  NULL with a reason in
- * err for a host that is not a name or an address, or when OpenSSL fails. */
+/* The leaf for host: a name or address as allow_canon_host reads it (docs/policy.md 1: upper
+ * case and one trailing dot folded, any inet_aton spelling of IPv4, IPv6 with or without
+ * brackets).  From the cache when there is a leaf younger than PROXY_CA_LEAF_REMINT_S, else
+ * minted now and cached (evicting the least recently used).  The certificate is owned by ca and
+ * stays valid until the next proxy_ca_leaf* call on ca: use it (SSL_use_certificate takes its
+ * own reference) or X509_up_ref it at once.  NULL with a reason in err for a host that is not a
+ * name or an address, or when OpenSSL fails. */
 X509 *proxy_ca_leaf(struct proxy_ca *ca, const char *host, char *err, size_t errlen);
 /* The same at a given time (tests; the cache's age checks and the validity use it). */
 X509 *proxy_ca_leaf_at(struct proxy_ca *ca, const char *host, time_t now, char *err, size_t errlen);

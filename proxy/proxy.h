@@ -28,6 +28,7 @@ struct dns_listener;
 struct dns_map;
 struct proxy_server;
 struct proxy_conn;
+struct proxy_tls;
 
 #define PROXY_MAX_LISTENERS 16
 #define PROXY_ADDR_TEXT 64            /* "[v6]:port" and NUL */
@@ -80,6 +81,8 @@ struct proxy_gen {
 	struct allow_config *cfg;       /* owned */
 	struct dns_resolver *dns;       /* owned; built from cfg->dns */
 	struct dns_addr_policy addrpol; /* points into cfg */
+	struct proxy_tls *tls;          /* owned; the CA and TLS contexts of inspection
+	                                   (proxy/tlsctx.h), all NULL when unused */
 	unsigned refs;                  /* the server's reference plus one per connection */
 };
 

@@ -24,6 +24,7 @@
 #include <http_parser.h>
 
 #include "proxy/proxy.h"
+#include "proxy/tlsctx.h"
 
 uint64_t proxy_now_ms(void)
 {
@@ -38,14 +39,30 @@ static void print_errors(const struct allow_errors *errs)
 		fprintf(stderr, "egressd: %s\n", errs->lines[i]);
 }
 
-/* Builds a generation from a loaded config; takes ownership of cfg (freed on failure too). */
-static struct proxy_gen *gen_new(struct event_base *base, struct allow_config *cfg)
+/* The inspection CA and TLS contexts of cfg (proxy/tlsctx.h), judged as `egressd check` judges
+ * them; NULL after printing every problem, which makes cfg a config with errors. */
+static struct proxy_tls *tls_new(const struct allow_config *cfg)
+{
+	struct allow_errors errs = {0};
+	struct proxy_tls *tls = proxy_tls_new(cfg, PROXY_TLS_SERVE, time(NULL), &errs);
+	if (tls == NULL)
+		print_errors(&errs);
+	allow_errors_free(&errs);
+	return tls;
+}
+
+/* Builds a generation from a loaded config; takes ownership of cfg and tls (freed on failure
+ * too). */
+static struct proxy_gen *gen_new(struct event_base *base, struct allow_config *cfg,
+        struct proxy_tls *tls)
 {
 	struct proxy_gen *gen = calloc(1, sizeof *gen);
 	if (gen == NULL) {
+		proxy_tls_free(tls);
 		allow_config_free(cfg);
 		return NULL;
 	}
+	gen->tls = tls;
 	gen->cfg = cfg;
 	gen->refs = 1;
 	gen->addrpol.allow = cfg->dns.allow_addresses;
@@ -56,6 +73,7 @@ static struct proxy_gen *gen_new(struct event_base *base, struct allow_config *c
 	gen->dns = dns_resolver_new(base, &cfg->dns, err, sizeof err);
 	if (gen->dns == NULL) {
 		fprintf(stderr, "egressd: %s: dns: %s\n", cfg->path, err);
+		proxy_tls_free(tls);
 		allow_config_free(cfg);
 		free(gen);
 		return NULL;
@@ -73,6 +91,7 @@ void proxy_gen_release(struct proxy_gen *gen)
 	if (gen == NULL || --gen->refs > 0)
 		return;
 	dns_resolver_free(gen->dns);
+	proxy_tls_free(gen->tls);
 	allow_config_free(gen->cfg);
 	free(gen);
 }
@@ -579,7 +598,15 @@ static void reload(struct proxy_server *srv)
 		return;
 	}
 	allow_errors_free(&errs);
-	struct proxy_gen *gen = gen_new(srv->base, cfg);
+	struct proxy_tls *tls = tls_new(cfg);
+	if (tls == NULL) {
+		fprintf(stderr, "egressd: reload failed; the running config stays\n");
+		audit_simple(srv, "config", "config", srv->config_path, "error",
+		        "tls: the CA or the upstream trust cannot be used");
+		allow_config_free(cfg);
+		return;
+	}
+	struct proxy_gen *gen = gen_new(srv->base, cfg, tls);
 	if (gen == NULL) {
 		fprintf(stderr, "egressd: reload failed; the running config stays\n");
 		return;
@@ -747,6 +774,12 @@ int proxy_serve(const char *config_path)
 		allow_errors_free(&errs);
 		return 2;
 	}
+	allow_errors_free(&errs);
+	struct proxy_tls *tls = tls_new(cfg);
+	if (tls == NULL) {
+		allow_config_free(cfg);
+		return 2;
+	}
 	struct proxy_server srv_storage;
 	struct proxy_server *srv = &srv_storage;
 	memset(srv, 0, sizeof *srv);
@@ -765,6 +798,7 @@ int proxy_serve(const char *config_path)
 	}
 	if (srv->base == NULL || srv->config_path == NULL) {
 		fprintf(stderr, "egressd: out of memory\n");
+		proxy_tls_free(tls);
 		allow_config_free(cfg);
 		goto out;
 	}
@@ -773,10 +807,11 @@ int proxy_serve(const char *config_path)
 	char err[256] = "";
 	if (proxy_audit_open(srv, cfg, err, sizeof err) == -1) {
 		fprintf(stderr, "egressd: audit.path %s: %s\n", cfg->audit_path, err);
+		proxy_tls_free(tls);
 		allow_config_free(cfg);
 		goto out;
 	}
-	srv->gen = gen_new(srv->base, cfg);
+	srv->gen = gen_new(srv->base, cfg, tls);
 	if (srv->gen == NULL)
 		goto out;
 	srv->reap = event_new(srv->base, -1, 0, reap_dead, srv);

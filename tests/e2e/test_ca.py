@@ -4,13 +4,15 @@ client (curl) trusting the bundle against a loopback origin whose certificate th
 
 import os
 import re
+import signal
 import ssl
 import stat
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import check, check_eq, run_cases, run_curl, run_egressd  # noqa: E402
+from harness import (base_config, check, check_audit_log, check_eq, run_cases, run_curl,  # noqa
+                     run_egressd)
 
 ERR_RE = re.compile(r"^egressd: (.+?):(\d+):(\d+): (.+)$")
 
@@ -220,6 +222,40 @@ def case_bundle(h):
     check("tls.ca is not set" in r.stderr, "the error: %r" % r.stderr)
 
 
+def case_serve_and_reload(h):
+    # serve judges tls: as check does: a session that inspects without tls.ca is refused ...
+    path = write(os.path.join(h.tmp, "noca.yaml"),
+                 "listen: {proxy: [\"127.0.0.1:0\"]}\naudit: {path: \"-\"}\n"
+                 "sessions:\n  agent: {bound: {network: {inspect: [github.com]}}}\n")
+    r = run_egressd(["serve", "-c", path])
+    check_eq(r.returncode, 2, "serve exit code without tls.ca (stderr %r)" % r.stderr)
+    check("sessions.agent: inspects github.com but tls.ca is not set" in r.stderr,
+          "the error: %r" % r.stderr)
+    check("listening on" not in r.stderr, "serve listened")
+    # ... and runs with one; a reload to a CA it cannot use keeps the running config.
+    d = init(h)
+    cfg = base_config({}, session_bound={"inspect": ["github.com"]})
+    cfg["tls"] = {"ca": {"cert": os.path.join(d, "ca.pem"), "key": os.path.join(d, "ca.key")}}
+    e = h.egressd(cfg)
+    bad = dict(cfg)
+    bad["tls"] = {"ca": {"cert": os.path.join(d, "ca.pem"), "key": os.path.join(d, "nope.key")}}
+    e.rewrite_config(bad)
+    e.signal(signal.SIGHUP)
+    check(e.wait_stderr(r"reload failed; the running config stays", 5),
+          "no 'reload failed' line:\n" + e.stderr())
+    check(e.wait_stderr(r"tls\.ca\.key: cannot read \".*/nope\.key\": No such file", 1),
+          "no tls.ca.key error:\n" + e.stderr())
+    e.rewrite_config(cfg)
+    e.signal(signal.SIGHUP)
+    check(e.wait_stderr(r"egressd: reloaded ", 5), "the good config was not reloaded:\n"
+          + e.stderr())
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    check_audit_log(recs)
+    errs = [x for x in recs if x["event"] == "config" and "error" in x]
+    check_eq(len(errs), 1, "config records with an error")
+
+
 if __name__ == "__main__":
     run_cases("ca", [
         ("ca init writes ca.pem 0644 and ca.key 0600, a P-256 CA", case_init_files),
@@ -229,4 +265,5 @@ if __name__ == "__main__":
         ("check: tls.ca and inspect shown", case_check_tls),
         ("check: tls.ca errors at their place; inspect without tls.ca", case_check_tls_errors),
         ("ca bundle: system CAs and the CA, kept fresh, trusted by curl", case_bundle),
+        ("serve: tls: judged as check does, at start and on reload", case_serve_and_reload),
     ])

@@ -505,6 +505,15 @@ static void test_leaf_fields(void **state)
 	assert_string_equal(canon, "::ffff:192.0.2.1");
 	assert_int_equal(ip, 1);
 	assert_int_equal(proxy_ca_canon("foo.test", canon, 4, &ip), -1);
+	/* The canonicaliser every destination passes: inet_aton spellings are addresses, and
+	 * what it refuses has no leaf. */
+	assert_int_equal(proxy_ca_canon("0x7f.1", canon, sizeof canon, &ip), 0);
+	assert_string_equal(canon, "127.0.0.1");
+	assert_int_equal(ip, 1);
+	assert_ptr_equal(proxy_ca_leaf_at(ca, "127.1", now, err, sizeof err),
+	        proxy_ca_leaf_at(ca, "127.0.0.1", now, err, sizeof err));
+	assert_null(proxy_ca_leaf_at(ca, "a_b.test", now, err, sizeof err));
+	assert_non_null(strstr(err, "a_b.test"));
 	proxy_ca_free(ca);
 }
 
