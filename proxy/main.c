@@ -69,6 +69,7 @@ static int cmd_check(const char *path)
 		allow_config_free(cfg);
 		return 2;
 	}
+	allow_errors_free(&errs);
 	printf("%s: ok\n", path);
 	/* Where decisions go on record, and how (docs/audit.md). */
 	printf("audit: %s (chain: %s, fsync: %s)\n",
