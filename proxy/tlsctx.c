@@ -153,11 +153,17 @@ int proxy_tls_client_prepare(SSL *ssl, const char *host)
 	struct client_note *note = calloc(1, sizeof *note);
 	if (note == NULL)
 		return -1;
-	if (proxy_ca_canon(host, note->host, sizeof note->host, NULL) == -1 ||
-	        SSL_set_ex_data(ssl, note_index, note) != 1) {
+	if (proxy_ca_canon(host, note->host, sizeof note->host, NULL) == -1) {
 		free(note);
 		return -1;
 	}
+	/* A second call replaces the first (SSL_set_ex_data itself frees nothing). */
+	struct client_note *old = SSL_get_ex_data(ssl, note_index);
+	if (SSL_set_ex_data(ssl, note_index, note) != 1) {
+		free(note);
+		return -1;
+	}
+	free(old);
 	return 0;
 }
 
