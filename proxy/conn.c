@@ -697,6 +697,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			proxy_fwd_client_read(c); /* it sees the deadline passed (forward.c) */
 			return;
 		}
+		if (c->front->timeout != NULL) {
+			c->front->timeout(c);
+			return;
+		}
 		proxy_conn_close(c, "header-timeout");
 		return;
 	case PROXY_CLIENT_FORWARD:
@@ -838,7 +842,9 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	c->source_counted = 1;
 	memcpy(c->client_text, text, sizeof c->client_text);
 	c->listener = l;
-	c->front = l->kind == PROXY_LISTEN_SOCKS5 ? &proxy_front_socks5 : &proxy_front_http;
+	c->front = l->kind == PROXY_LISTEN_SOCKS5        ? &proxy_front_socks5
+	           : l->kind == PROXY_LISTEN_TRANSPARENT ? &proxy_front_transparent
+	                                                 : &proxy_front_http;
 	c->answer = c->front->denied;
 	c->next = srv->conns;
 	if (srv->conns != NULL)
@@ -875,8 +881,10 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	bufferevent_setwatermark(c->client.bev, EV_READ, 0, (size_t)lim->max_header_bytes + 16384);
 	bufferevent_setwatermark(c->client.bev, EV_WRITE, PROXY_LOW_WATER, 0);
 	proxy_client_set(c, PROXY_CLIENT_REQUEST);
-	if (c->front == &proxy_front_http)
-		proxy_fwd_begin(c, 0);
+	if (c->front->start != NULL)
+		c->front->start(c);
+	if (proxy_conn_closed(c) || c->client.state != PROXY_CLIENT_REQUEST)
+		return;
 	bufferevent_enable(c->client.bev, EV_READ);
 	proxy_client_read_now(c);
 }

@@ -216,8 +216,12 @@ static void head_done(struct proxy_conn *c)
 	struct proxy_h1_target t;
 	const char *front = c->rq.front;
 	struct allow_dest tunnel_dest = c->rq.dest;
+	char orig[PROXY_ADDR_TEXT];
+	memcpy(orig, c->rq.orig_dst, sizeof orig);
 	proxy_request_clear(&c->rq);
 	c->rq.front = f->in_tunnel ? front : "http";
+	if (f->in_tunnel)
+		memcpy(c->rq.orig_dst, orig, sizeof orig);
 	int st = proxy_h1_request_target(&f->req, !f->in_tunnel, &t, &reason, why, sizeof why);
 	memcpy(c->rq.method, t.method, sizeof c->rq.method);
 	c->rq.dest = f->in_tunnel ? tunnel_dest : t.dest;

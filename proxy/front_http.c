@@ -13,6 +13,12 @@ static void http_read(struct proxy_conn *c)
 	proxy_fwd_client_read(c);
 }
 
+/* Every connection of this front door reads HTTP heads from its accept. */
+static void http_start(struct proxy_conn *c)
+{
+	proxy_fwd_begin(c, 0);
+}
+
 static void http_allowed(struct proxy_conn *c)
 {
 	proxy_tunnel_start(c);
@@ -27,6 +33,7 @@ static void http_established(struct proxy_conn *c)
 
 const struct proxy_front proxy_front_http = {
         .name = "http",
+        .start = http_start,
         .read = http_read,
         .allowed = http_allowed,
         .denied = proxy_answer_http,

@@ -64,6 +64,7 @@ static void record_base(struct proxy_conn *c, struct audit_rec *r, char *action_
 		r->action = action_text;
 	}
 	r->addr = c->up.addr_text[0] ? c->up.addr_text : NULL;
+	r->orig_dst = c->rq.orig_dst[0] ? c->rq.orig_dst : NULL;
 }
 
 /* A denial rendered as an HTTP answer carries its status; a SOCKS reply or a close does not. */

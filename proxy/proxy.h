@@ -260,6 +260,7 @@ struct proxy_request {
 	char *user, *pass;              /* owned; NULL without credentials */
 	size_t user_len, pass_len;
 	int fixed_upstream;             /* a request inside a tunnel: the upstream is the tunnel's */
+	char orig_dst[PROXY_ADDR_TEXT]; /* transparent: the destination the client dialled, "" */
 };
 
 /* A denial (or a failure) as a value; the front door renders it (docs/design.md 6). */
@@ -275,6 +276,8 @@ struct proxy_outcome {
  * the pipeline calls these and knows nothing else of it. */
 struct proxy_front {
 	const char *name;                               /* "http", "socks5", "transparent" */
+	/* The connection was accepted (its client half is in REQUEST); may be NULL. */
+	void (*start)(struct proxy_conn *c);
 	/* Client bytes arrived while the client half is in REQUEST. */
 	void (*read)(struct proxy_conn *c);
 	/* The pipeline allowed c->rq: the upstream is connected and the decision on record. */
@@ -285,10 +288,14 @@ struct proxy_front {
 	void (*established)(struct proxy_conn *c);
 	/* Frees the private state (front_state); may be NULL. */
 	void (*release)(struct proxy_conn *c);
+	/* The client's request deadline passed in REQUEST; NULL: the connection closes
+	 * (header-timeout). */
+	void (*timeout)(struct proxy_conn *c);
 };
 
 extern const struct proxy_front proxy_front_http;
 extern const struct proxy_front proxy_front_socks5;
+extern const struct proxy_front proxy_front_transparent;
 
 struct proxy_splice;
 struct proxy_body;

@@ -259,12 +259,10 @@ static int open_listeners(struct proxy_server *srv, const struct allow_config *c
 		if (open_one(srv, cfg, cfg->listen_socks5[i], PROXY_LISTEN_SOCKS5, "listen.socks5") ==
 		        -1)
 			return -1;
-	if (cfg->nlisten_transparent > 0) {
-		fprintf(stderr, "egressd: %s: listen.transparent: the transparent listener is not "
-		                "part of this build\n",
-		        cfg->path);
-		return -1;
-	}
+	for (size_t i = 0; i < cfg->nlisten_transparent; i++)
+		if (open_one(srv, cfg, cfg->listen_transparent[i], PROXY_LISTEN_TRANSPARENT,
+		            "listen.transparent") == -1)
+			return -1;
 	return 0;
 }
 
