@@ -1630,7 +1630,6 @@ static int parse_simple(struct parser *P)
 		if (t->kind != T_WORD)
 			break;
 		if (cmd->argc == 0 && is_assignment(&t->w)) {
-			cls_note_assign(P->c, &t->w);
 			struct cls_word aw = t->w;
 			consume(P);
 			if (cls_assignment(P->c, &aw) == -1)

@@ -1014,13 +1014,15 @@ void cls_note_assign(struct cls_ctx *c, const struct cls_word *w)
 	c->assigns = a;
 }
 
-/* export, declare, typeset, local, readonly: their NAME=VALUE arguments. */
+/* typeset and readonly (wrappers.c takes declare, export and local): their NAME=VALUE
+ * arguments are assignments like any other. */
 static int t_declare(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	(void)flags;
 	for (size_t i = 1; i < n; i++)
-		if (!(v[i].len > 0 && (v[i].s[0] == '-' || v[i].s[0] == '+')))
-			cls_note_assign(c, &v[i]);
+		if (v[i].len > 0 && v[i].s[0] != '-' && v[i].s[0] != '+' &&
+		        memchr(v[i].s, '=', v[i].len) != NULL && cls_assignment(c, &v[i]) == -1)
+			return -1;
 	return 0;
 }
 
@@ -2673,11 +2675,9 @@ static const struct tool tools[] = {
         {"bunx", t_bunx},
         {"cargo", t_cargo},
         {"composer", t_composer},
-        {"declare", t_declare},
         {"deno", t_deno},
         {"dnf", t_dnf},
         {"docker", t_docker},
-        {"export", t_declare},
         {"flit", t_flit},
         {"ftp", t_ftp},
         {"gcloud", t_gcloud},
@@ -2689,7 +2689,6 @@ static const struct tool tools[] = {
         {"helm", t_helm},
         {"kubectl", t_kubectl},
         {"lftp", t_lftp},
-        {"local", t_declare},
         {"microdnf", t_dnf},
         {"nc", t_nc},
         {"ncat", t_nc},

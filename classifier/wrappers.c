@@ -227,15 +227,14 @@ static int shift(struct run *r, size_t k)
 	return 1;
 }
 
-/* Skips NAME=VALUE words at v[k..] (noted: a rule may read the environment they set). */
-static size_t skip_assignments(struct cls_ctx *c, const struct run *r, size_t k)
+/* Skips NAME=VALUE words at v[k..]. */
+static size_t skip_assignments(const struct run *r, size_t k)
 {
 	while (k < r->n) {
 		const struct cls_word *w = &r->v[k];
 		const char *eq = memchr(w->s, '=', w->len);
 		if (eq == NULL || eq == w->s)
 			break;
-		cls_note_assign(c, w);
 		k++;
 	}
 	return k;
@@ -434,7 +433,7 @@ static int w_env(struct cls_ctx *c, struct run *r)
 	if (k < r->n && cls_word_is(&r->v[k], "-"))
 		k++;
 	size_t a = k;
-	k = skip_assignments(c, r, k);
+	k = skip_assignments(r, k);
 	for (; a < k; a++)
 		if (cls_assignment(c, &r->v[a]) == -1)
 			return -1;
@@ -456,7 +455,7 @@ static int w_sudo(struct cls_ctx *c, struct run *r)
 	if (g.flagged)
 		return 0; /* lists, validates or edits: runs no command */
 	size_t a = k;
-	k = skip_assignments(c, r, k);
+	k = skip_assignments(r, k);
 	for (; a < k; a++)
 		if (cls_assignment(c, &r->v[a]) == -1)
 			return -1;
@@ -1818,6 +1817,7 @@ static int w_alias(struct cls_ctx *c, struct run *r)
 
 int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 {
+	cls_note_assign(c, w); /* registry variables, for tools.c */
 	/* variables whose value git or a program it starts runs as a shell command */
 	static const char *const commands[] = {"PROMPT_COMMAND", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
 	        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
