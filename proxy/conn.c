@@ -11,7 +11,10 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+
+#include <openssl/ssl.h>
 
 #include "audit/audit.h"
 #include "proxy/proxy.h"
@@ -151,6 +154,13 @@ void proxy_bev_tune(struct bufferevent *bev)
 void proxy_flush(struct bufferevent *bev)
 {
 	struct evbuffer *out = bufferevent_get_output(bev);
+	/* A TLS filter writes through its own layer (a direct write would skip the encryption):
+	 * let it, whenever it has something. */
+	if (bufferevent_get_underlying(bev) != NULL) {
+		if (evbuffer_get_length(out) > 0)
+			bufferevent_enable(bev, EV_WRITE);
+		return;
+	}
 	if (evbuffer_get_length(out) == 0 || (bufferevent_get_enabled(bev) & EV_WRITE))
 		return;
 	evbuffer_unfreeze(out, 1);
@@ -260,6 +270,8 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 		c->timer = NULL;
 	}
 	proxy_request_clear(&c->rq);
+	free((char *)c->up_tls_error);
+	c->up_tls_error = NULL;
 	if (c->gen != NULL) {
 		proxy_gen_release(c->gen);
 		c->gen = NULL;
@@ -292,6 +304,18 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 static void linger(struct proxy_conn *c)
 {
 	struct bufferevent *bev = c->client.bev;
+	struct bufferevent *under = bufferevent_get_underlying(bev);
+	if (under != NULL) {
+		/* A TLS filter's answer is ciphertext in the socket's buffer still: write it out
+		 * before the socket shuts (a slow reader keeps the answer's deadline). */
+		struct evbuffer *out = bufferevent_get_output(under);
+		evbuffer_unfreeze(out, 1);
+		while (evbuffer_get_length(out) > 0 && evbuffer_write(out, bufferevent_getfd(under)) > 0)
+			;
+		evbuffer_freeze(out, 1);
+		if (evbuffer_get_length(out) > 0)
+			return;
+	}
 	if (c->client.eof) {
 		proxy_conn_close(c, c->end);
 		return;
@@ -399,6 +423,13 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
 	struct proxy_conn *c = arg;
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* the client's TLS handshake with egressd (inspect.c) is done */
+	if (c->inspected && (what & BEV_EVENT_ERROR) && c->client.state == PROXY_CLIENT_REQUEST &&
+	        c->requests == 0) {
+		proxy_inspect_client_failed(c);
+		return;
+	}
 	int eof = (what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR);
 	switch (c->client.state) {
 	case PROXY_CLIENT_ANSWER:
@@ -516,6 +547,12 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 		dial_next(c, err ? err : ECONNREFUSED);
 		return;
 	}
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* egressd's TLS handshake with the upstream (inspect.c) is done */
+	if (c->inspected && (what & BEV_EVENT_ERROR)) {
+		proxy_inspect_upstream_failed(c);
+		return;
+	}
 	if (c->up.state != PROXY_UP_ACTIVE) {
 		idle_upstream_gone(c);
 		return;
@@ -532,6 +569,36 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 		proxy_fwd_upstream_eof(c);
 	else
 		proxy_conn_close(c, "upstream-closed");
+}
+
+int proxy_conn_wrap_tls(struct proxy_conn *c, SSL *client_ssl, SSL *up_ssl)
+{
+	struct bufferevent *cb = bufferevent_openssl_filter_new(c->srv->base, c->client.bev,
+	        client_ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (cb == NULL) {
+		SSL_free(client_ssl);
+		SSL_free(up_ssl);
+		return -1;
+	}
+	c->client.bev = cb;
+	struct bufferevent *ub = bufferevent_openssl_filter_new(c->srv->base, c->up.bev, up_ssl,
+	        BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (ub == NULL) {
+		SSL_free(up_ssl);
+		return -1;
+	}
+	c->up.bev = ub;
+	c->inspected = 1;
+	/* The whole exchange inside, and libevent's SSL layer, need their own marks. */
+	bufferevent_openssl_set_allow_dirty_shutdown(cb, 1);
+	bufferevent_openssl_set_allow_dirty_shutdown(ub, 1);
+	bufferevent_setcb(cb, client_read_cb, client_write_cb, client_event_cb, c);
+	bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, c);
+	bufferevent_setwatermark(cb, EV_WRITE, PROXY_LOW_WATER, 0);
+	bufferevent_setwatermark(ub, EV_WRITE, PROXY_LOW_WATER, 0);
+	bufferevent_enable(cb, EV_READ);
+	bufferevent_enable(ub, EV_READ);
+	return 0;
 }
 
 void proxy_conn_adopt_upstream(struct proxy_conn *c)

@@ -145,6 +145,11 @@ void proxy_fwd_free(struct proxy_conn *c)
 	c->fwd = NULL;
 }
 
+int proxy_fwd_response_started(const struct proxy_conn *c)
+{
+	return c->fwd != NULL && c->fwd->resp_sent;
+}
+
 int proxy_fwd_request_sent(const struct proxy_conn *c)
 {
 	const struct proxy_fwd *f = c->fwd;
@@ -257,7 +262,9 @@ static void head_done(struct proxy_conn *c)
 	f->client_http10 = f->req.p.http_major == 1 && f->req.p.http_minor == 0;
 	f->req_keepalive = http_should_keep_alive(&f->req.p);
 	f->req_chunked = (f->req.p.flags & F_CHUNKED) != 0;
-	f->upgrade = proxy_h1_has_token(&f->req, "upgrade", "websocket") &&
+	/* A websocket is relayed as a tunnel after its 101; inside an inspected tunnel, where
+	 * every byte goes through egressd's TLS, the upgrade is not asked for (docs/inspection.md). */
+	f->upgrade = !c->inspected && proxy_h1_has_token(&f->req, "upgrade", "websocket") &&
 	             proxy_h1_has_token(&f->req, "connection", "upgrade");
 	if (t.is_connect) {
 		c->rq.tunnel = 1;
@@ -614,7 +621,8 @@ void proxy_fwd_upstream_read(struct proxy_conn *c)
 	}
 	proxy_flush(c->client.bev);
 	/* A long body that goes out as it comes, once the head is out: splice the rest. */
-	if (f->resp_sent && !f->resp.h.msg_complete && !f->resp_chunked && !f->resp_dechunk &&
+	if (!c->inspected && f->resp_sent && !f->resp.h.msg_complete && !f->resp_chunked &&
+	        !f->resp_dechunk &&
 	        evbuffer_get_length(in) == 0 &&
 	        evbuffer_get_length(bufferevent_get_output(c->client.bev)) == 0) {
 		uint64_t left = f->resp_eof_framed ? UINT64_MAX : f->resp.p.content_length;

@@ -436,6 +436,15 @@ void proxy_pipeline_run(struct proxy_conn *c)
 
 	/* A request inside a tunnel goes to the tunnel's upstream. */
 	if (c->rq.fixed_upstream) {
+		if (c->up.bev == NULL) {
+			/* An inspected tunnel whose upstream TLS failed (inspect.c), or ended. */
+			proxy_outcome_set(&o, 502, c->up_tls_error ? "upstream-tls" : "upstream-refused",
+			        NULL, "egressd could not keep a verified connection to the destination");
+			snprintf(o.rule, sizeof o.rule, "upstream %s: %s", c->rq.dest.host,
+			        c->up_tls_error ? c->up_tls_error : "closed");
+			fail(c, &o);
+			return;
+		}
 		if (still_passes(c, &o) == -1) {
 			fail(c, &o);
 			return;

@@ -344,6 +344,10 @@ struct proxy_conn {
 	                                     upstream-closed), for a tunnel that completes */
 	const char *end;                  /* why it ended, once closed */
 	int requests;                     /* requests decided on this connection */
+	int inspected;                    /* both halves are TLS that egressd terminates
+	                                     (inspect.c): no splice, no direct writes */
+	const char *up_tls_error;         /* why egressd's TLS to the upstream failed (owned), or
+	                                     NULL: the next request gets 502 upstream-tls */
 	struct proxy_audit_hold hold;     /* waiting for audit.fsync (auditwait.c) */
 };
 
@@ -427,6 +431,8 @@ void proxy_fwd_client_drained(struct proxy_conn *c);
 /* The spliced response body is complete (eof: it ended with the upstream's close). */
 void proxy_fwd_body_done(struct proxy_conn *c, int eof);
 void proxy_fwd_free(struct proxy_conn *c);
+/* 1 when the current response's head went to the client. */
+int proxy_fwd_response_started(const struct proxy_conn *c);
 /* 1 when the current request has been sent whole (its body too). */
 int proxy_fwd_request_sent(const struct proxy_conn *c);
 
@@ -439,6 +445,20 @@ void proxy_tunnel_upstream_read(struct proxy_conn *c);
 void proxy_tunnel_free(struct proxy_conn *c);
 /* Moves both sockets to the splice relay, after what the bufferevents still hold. */
 void proxy_tunnel_relay(struct proxy_conn *c);
+
+/* ---- TLS inspection (inspect.c) ------------------------------------------------------------ */
+
+/* A tunnel's first ClientHello named its host, and the host is inspected: egressd terminates the
+ * client's TLS with a minted leaf and opens its own TLS to the upstream; the connection then is
+ * an HTTP exchange inside TLS (forward.c), each request decided with front "inspected". */
+void proxy_inspect_start(struct proxy_conn *c);
+/* The client's TLS handshake with egressd failed; the upstream's failed (conn.c calls these). */
+void proxy_inspect_client_failed(struct proxy_conn *c);
+void proxy_inspect_upstream_failed(struct proxy_conn *c);
+/* Puts both halves behind TLS filters (bufferevent_openssl): the client's accepting, the
+ * upstream's connecting; the filters own the SSLs and the sockets.  0, or -1 (close c). */
+struct ssl_st;
+int proxy_conn_wrap_tls(struct proxy_conn *c, struct ssl_st *client_ssl, struct ssl_st *up_ssl);
 
 /* ---- splice (splice.c) -------------------------------------------------------------------- */
 

@@ -25,6 +25,7 @@ struct proxy_peek {
 	struct proxy_tscan scan;
 	int established;    /* the success answer (200, SOCKS reply) went out */
 	int client_spoke;   /* the client sent a byte */
+	int inspect;        /* a TLS tunnel to an inspected host: egressd terminates it */
 };
 
 void proxy_tunnel_free(struct proxy_conn *c)
@@ -129,15 +130,7 @@ static int judge_kind(struct proxy_conn *c, enum allow_tunnel_kind kind)
 		refuse_decision(c, &d);
 		return -1;
 	}
-	if (inspect) {
-		char rule[ALLOW_HOST_BUF + 80];
-		snprintf(rule, sizeof rule, "inspect: %s (TLS inspection is not available)",
-		        c->rq.dest.host);
-		refuse(c, "inspection-required", rule,
-		        "This egressd cannot terminate TLS; remove the host from inspect and the "
-		        "denied actions it carries from actions");
-		return -1;
-	}
+	c->peek->inspect = inspect;
 	return 0;
 }
 
@@ -266,6 +259,12 @@ static void step(struct proxy_conn *c)
 		case PROXY_TSCAN_HELLO:
 			if (check_name(c, name) == -1)
 				return;
+			if (p->inspect) {
+				/* The hello stays for egressd's own TLS (inspect.c). */
+				send_established(c);
+				proxy_inspect_start(c);
+				return;
+			}
 			proxy_tscan_passed(&p->scan, n);
 			send_established(c);
 			if (pass_out(c, n) == -1)
