@@ -895,8 +895,11 @@ static int copy_self(char *dir, size_t dircap, char *path, size_t pathcap)
 static void test_as_nobody(void **state)
 {
 	(void)state;
-	if (geteuid() != 0)
+	if (geteuid() != 0) {
+		print_message("SKIPPED: the set as nobody needs root to become nobody; this run "
+		              "already is an ordinary user's\n");
 		skip();
+	}
 	char dir[64], copy[96] = "";
 	if (copy_self(dir, sizeof dir, copy, sizeof copy) != 0)
 		fail_msg("cannot copy %s to %s: %s", self_exe, copy, strerror(errno));
