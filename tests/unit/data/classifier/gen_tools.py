@@ -11,13 +11,27 @@ TABLES = collections.OrderedDict()
 COUNTS = collections.Counter()
 
 
+# Groups whose cases are counted per program (the line's first word after assignments and
+# sudo; `python -m build` counts as build).
+AGGREGATES = {"containers", "system", "gem-bundle", "hatch-flit-build"}
+
+
+def program(line):
+    words = [w for w in line.split() if "=" not in w.split("/")[0] or w.startswith("-")]
+    while words and words[0] in ("sudo", "env"):
+        words = words[1:]
+    if len(words) > 2 and words[0].startswith("python") and words[1] == "-m":
+        return words[2]
+    return words[0] if words else "?"
+
+
 def table(name):
     TABLES.setdefault(name, [])
 
     def c(tool, line, exp, note):
         assert "\t" not in line and "\n" not in line, line
         TABLES[name].append((line, exp, tool + ": " + note))
-        COUNTS[tool] += 1
+        COUNTS[program(line) if tool in AGGREGATES else tool] += 1
     return c
 
 
@@ -498,9 +512,9 @@ def main():
                 f.write("%s\t%s\t%s\n" % (line, exp, note))
     total = 0
     for tool, n in sorted(COUNTS.items()):
-        print("%-12s %4d" % (tool, n))
+        print("%-14s %4d" % (tool, n))
         total += n
-    print("%-12s %4d" % ("total", total))
+    print("%-14s %4d" % ("total", total))
 
 
 if __name__ == "__main__":
