@@ -1359,8 +1359,9 @@ static int npm_like(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 
 static int t_pnpm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"add", R}, {"update", R},
-	        {"up", R}, {"upgrade", R}, {"fetch", R}, {"outdated", R}, {"view", R}, {"info", R},
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"ci", R}, {"add", R},
+	        {"update", R}, {"up", R}, {"upgrade", R}, {"fetch", R}, {"outdated", R},
+	        {"view", R}, {"info", R},
 	        {"show", R}, {"v", R}, {"create", R}, {"install-test", R}, {"it", R},
 	        {"self-update", R}, {"deploy", R}, {"patch", R}, {"dedupe", R}, {"publish", W},
 	        {"login", W}, {"logout", W}, {"adduser", W}, {"deprecate", W}, {"audit", RW},
@@ -1391,7 +1392,8 @@ static int t_pnpm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 
 static int t_yarn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	static const struct verb verbs[] = {{"install", R}, {"add", R}, {"upgrade", R}, {"up", R},
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"ci", R}, {"add", R},
+	        {"upgrade", R}, {"up", R}, {"update", R}, {"view", R},
 	        {"upgrade-interactive", R}, {"info", R}, {"outdated", R}, {"create", R},
 	        {"import", R}, {"dedupe", R}, {"unplug", R}, {"fetch", R}, {"publish", W},
 	        {"login", W}, {"logout", W}, {"audit", RW}, {"run", 0}, {"test", 0}, {"start", 0},
@@ -1439,9 +1441,9 @@ static int t_yarn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 
 static int t_bun(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"add", R}, {"a", R},
-	        {"update", R}, {"outdated", R}, {"create", R}, {"c", R}, {"upgrade", R},
-	        {"info", R}, {"publish", W}, {"audit", RW}, {"run", 0}, {"test", 0}, {"build", 0},
+	static const struct verb verbs[] = {{"install", R}, {"i", R}, {"ci", R}, {"add", R},
+	        {"a", R}, {"update", R}, {"view", R}, {"outdated", R}, {"create", R}, {"c", R},
+	        {"upgrade", R}, {"info", R}, {"publish", W}, {"audit", RW}, {"run", 0}, {"test", 0}, {"build", 0},
 	        {"init", 0}, {"link", 0}, {"unlink", 0}, {"remove", 0}, {"rm", 0}, {"repl", 0},
 	        {"completions", 0}, {"patch", 0}, {"patch-commit", 0}, {"pm", 0}, {"help", 0},
 	        {NULL, 0}};

@@ -255,7 +255,8 @@ for line, exp, note in [
         ("pnpm lint", "none", "a package.json script"), ("pnpm -C web install", RD, "-C takes a value"),
         ("pnpm dlx create-vite app", RD, "dlx fetches"), ("pnpm exec tsc", "none", "exec runs a local binary"),
         ("pnpm exec git push", "git:push", "exec runs the command"), ("pnpm audit", RW, "audit"),
-        ("pnpm frobnicate-things", RW, "unknown verb"),
+        ("pnpm frobnicate-things", RW, "unknown verb"), ("pnpm ci", RD, "ci, as issue 12 lists it"),
+        ("pnpm view react", RD, "view"),
         ]:
     c("pnpm", line, exp, note)
 for line, exp, note in [
@@ -268,7 +269,7 @@ for line, exp, note in [
         ("yarn exec git push", "git:push", "exec runs the command"), ("yarn workspace web add zod", RD, "workspace NAME add"),
         ("yarn workspace web build", "none", "workspace NAME script"), ("yarn global add serve", RD, "global add"),
         ("YARN_NPM_REGISTRY_SERVER=https://y.test yarn install", RD, "registry from the environment"),
-        ("yarn frobnicate", RW, "unknown verb"),
+        ("yarn frobnicate", RW, "unknown verb"), ("yarn update", RD, "update"), ("yarn ci", RD, "ci"),
         ]:
     c("yarn", line, exp, note)
 for line, exp, note in [
@@ -277,6 +278,7 @@ for line, exp, note in [
         ("bun index.ts", "none", "a file"), ("bun dev", "none", "a package.json script"),
         ("bun x cowsay hi", RD, "bun x fetches"), ("bunx prisma generate", RD, "bunx fetches"),
         ("bun exec 'git push'", "git:push", "bun exec runs a shell string"), ("bun frobnicate", RW, "unknown verb"),
+        ("bun ci", RD, "ci"), ("bun view hono", RD, "view"),
         ]:
     c("bun", line, exp, note)
 for line, exp, note in [
@@ -440,6 +442,12 @@ for line, exp, note in [
         ("helm frobnicate", RW, "unknown verb"),
         ]:
     c("containers", line, exp, note)
+for line, exp, note in [
+        ("gh release create v1.0 dist/*.tar.gz", WR, "release create publishes"),
+        ("gh release upload v1.0 x.zip", WR, "release upload"), ("gh release download v1.0", RD, "release download"),
+        ("gh release list", RD, "release list"),
+        ]:
+    c("gh", line, exp, note)
 
 # ---- cloud and cluster clients (item 4) ----------------------------------------------------
 c = table("cloud.tsv")
