@@ -765,6 +765,46 @@ int dns_listener_open(struct dns_listener *l, const char *addr, char *bound, siz
 	return -1;
 }
 
+int dns_listener_adopt(struct dns_listener *l, int udp_fd, int tcp_fd, char *bound,
+	size_t boundcap, char *err, size_t errlen)
+{
+	if (l->nsocks == DNS_LISTENER_ADDRS) {
+		snprintf(err, errlen, "more than %d addresses", DNS_LISTENER_ADDRS);
+		return -1;
+	}
+	struct sockaddr_storage bs;
+	socklen_t bl = sizeof bs;
+	if (getsockname(udp_fd, (struct sockaddr *)&bs, &bl) == -1) {
+		snprintf(err, errlen, "getsockname: %s", strerror(errno));
+		return -1;
+	}
+	struct udp_sock *us = &l->udp[l->nsocks];
+	struct tcp_sock *ts = &l->tcp[l->nsocks];
+	int rcv = UDP_RCVBUF;
+	setsockopt(udp_fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+	ts->lev = evconnlistener_new(l->base, tcp_accept, ts,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, tcp_fd);
+	us->ev = event_new(l->base, udp_fd, EV_READ | EV_PERSIST, udp_read, us);
+	if (ts->lev == NULL || us->ev == NULL || event_add(us->ev, NULL) == -1) {
+		if (ts->lev != NULL)
+			evconnlistener_free(ts->lev);
+		if (us->ev != NULL)
+			event_free(us->ev);
+		ts->lev = NULL;
+		us->ev = NULL;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	us->l = l;
+	us->fd = udp_fd;
+	ts->l = l;
+	format_sockaddr(&bs, us->text, sizeof us->text);
+	memcpy(ts->text, us->text, sizeof ts->text);
+	snprintf(bound, boundcap, "%s", us->text);
+	l->nsocks++;
+	return 0;
+}
+
 void dns_listener_close(struct dns_listener *l)
 {
 	if (l == NULL)

@@ -98,6 +98,13 @@ struct dns_listener *dns_listener_new(struct event_base *base, const struct dns_
 int dns_listener_open(struct dns_listener *l, const char *addr, char *bound, size_t boundcap,
 	char *err, size_t errlen);
 
+/* The same with sockets made elsewhere (exec --isolate makes them inside CMD's namespace): a
+ * bound UDP socket and a listening TCP socket on the same address, both taken over (closed with
+ * the listener).  0 with the address in bound, or -1 with the reason (the sockets stay the
+ * caller's then). */
+int dns_listener_adopt(struct dns_listener *l, int udp_fd, int tcp_fd, char *bound,
+	size_t boundcap, char *err, size_t errlen);
+
 /* Stops answering: closes every socket and TCP client, drops pending answers (their holds are
  * released).  The listener can be freed afterwards. */
 void dns_listener_close(struct dns_listener *l);

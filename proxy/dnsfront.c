@@ -100,7 +100,8 @@ static int dns_record(void *arg, const struct dns_listener_record *rec)
 int proxy_dnsfront_open(struct proxy_server *srv)
 {
 	const struct allow_config *cfg = srv->gen->cfg;
-	if (cfg->nlisten_dns == 0)
+	size_t adopted = srv->run != NULL ? srv->run->ndns : 0;
+	if (cfg->nlisten_dns == 0 && adopted == 0)
 		return 0;
 	static const struct dns_listener_ops ops = {dns_decide, dns_release, dns_record};
 	srv->dnsmap = dns_map_new(0);
@@ -117,6 +118,16 @@ int proxy_dnsfront_open(struct proxy_server *srv)
 			return -1;
 		}
 		fprintf(stderr, "egressd: listening on %s (dns, UDP and TCP)\n", bound);
+	}
+	for (size_t i = 0; i < adopted; i++) {
+		char bound[DNS_ADDR_TEXT], err[256];
+		int *p = srv->run->dns_fds[i];
+		if (dns_listener_adopt(srv->dns, p[0], p[1], bound, sizeof bound, err, sizeof err) ==
+			-1) {
+			fprintf(stderr, "egressd: listen.dns: %s\n", err);
+			return -1;
+		}
+		p[0] = p[1] = -1; /* the listener owns them now */
 	}
 	return 0;
 }

@@ -22,6 +22,9 @@ static void usage(FILE *out)
 	      "       egressd check [-c FILE]          validate a config, print each session's bound\n"
 	      "       egressd classify [--json] [-c FILE --session S] -- 'CMD'\n"
 	      "                                        network actions of a shell command line\n"
+	      "       egressd exec [-c FILE] [--session S] [--allow PATTERN]... [--deny-action TAG]...\n"
+	      "                    [--inspect PATTERN]... [--audit FILE] [--isolate] -- CMD [ARGS]\n"
+	      "                                        run CMD behind a private egressd\n"
 	      "       egressd connect [--proxy URL] HOST PORT\n"
 	      "                                        standard input and output through a tunnel\n"
 	      "       egressd ca init DIR [--permit PATTERN]...\n"
@@ -116,6 +119,8 @@ int main(int argc, char **argv)
 			return 2;
 		return cmd_check(path);
 	}
+	if (strcmp(cmd, "exec") == 0)
+		return proxy_exec_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "classify") == 0)
 		return cls_cli_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "connect") == 0)

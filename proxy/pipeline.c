@@ -86,6 +86,8 @@ void proxy_deny(struct proxy_conn *c, const struct proxy_outcome *o)
 	r.status = answer_has_status(c) ? o->status : -1;
 	/* A denial goes out even when its record cannot be written: denying is always safe. */
 	audit_write(c->srv->audit, &r, AUDIT_DENIAL);
+	if (c->srv->run != NULL && c->srv->run->denied != NULL)
+		c->srv->run->denied(c->srv->run->arg, c, o);
 	if (c->gen != NULL) {
 		proxy_gen_release(c->gen);
 		c->gen = NULL;
@@ -150,7 +152,9 @@ static const struct allow_session_config *by_peer(const struct allow_config *cfg
 
 struct proxy_session *proxy_session_for_peer(struct proxy_server *srv, const struct dns_addr *peer)
 {
-	const struct allow_session_config *sc = by_peer(srv->gen->cfg, peer);
+	const char *bound = srv->run != NULL ? srv->run->session : NULL;
+	const struct allow_session_config *sc =
+	        bound != NULL ? allow_config_session(srv->gen->cfg, bound) : by_peer(srv->gen->cfg, peer);
 	return sc != NULL ? proxy_session_find(srv, sc->name) : NULL;
 }
 
@@ -162,7 +166,16 @@ static struct proxy_session *identify(struct proxy_conn *c, struct proxy_outcome
 	for (size_t i = 0; i < cfg->nsessions; i++)
 		any_token |= cfg->sessions[i].token != NULL;
 	const struct allow_session_config *sc = NULL;
-	if (c->rq.has_cred && any_token) {
+	/* A listener that belongs to a session (exec --session) decides it first. */
+	const char *bound = c->srv->run != NULL ? c->srv->run->session : NULL;
+	if (bound != NULL) {
+		sc = allow_config_session(cfg, bound);
+		if (sc == NULL) {
+			proxy_outcome_set(o, 403, "no-session", "sessions",
+			        "The listener's session %s is not in the config", bound);
+			return NULL;
+		}
+	} else if (c->rq.has_cred && any_token) {
 		if (c->rq.user != NULL && c->rq.pass != NULL)
 			sc = by_credentials(cfg, c->rq.user, c->rq.user_len, c->rq.pass,
 			        c->rq.pass_len);

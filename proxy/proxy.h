@@ -28,6 +28,7 @@ struct dns_listener;
 struct dns_map;
 struct proxy_server;
 struct proxy_conn;
+struct proxy_outcome;
 struct proxy_tls;
 
 #define PROXY_MAX_LISTENERS 16
@@ -142,11 +143,43 @@ struct proxy_server {
 	struct dns_addr *own_addrs;     /* this host's interface addresses, when a listener is a
 	                                   wildcard (they all reach it); read at start and reload */
 	size_t nown_addrs;
+	struct proxy_run *run;          /* how it runs (exec's hooks and session) */
 	struct dns_listener *dns;       /* listen.dns (dnsfront.c), or NULL */
 	struct dns_map *dnsmap;         /* mapped answers, shared with the transparent listener */
 };
 
+/* How a server runs: `egressd serve`, or the private one of `egressd exec` (exec.c). */
+struct proxy_run_sock {
+	int fd;                      /* a listening socket made elsewhere (taken over), or -1 */
+	enum proxy_listen_kind kind; /* its front door */
+};
+
+struct proxy_run {
+	const char *config_path;     /* the config file (reloads read it again), or NULL: cfg */
+	struct allow_config *cfg;    /* without a path: the config, taken over */
+	int tls_exec;                /* inspection without tls.ca makes a CA in memory */
+	const char *session;         /* every listener belongs to this session, or NULL */
+	struct proxy_run_sock *socks;/* listening sockets made elsewhere (exec --isolate) */
+	size_t nsocks;
+	int (*dns_fds)[2];           /* DNS sockets made elsewhere: {UDP, TCP} pairs, taken over */
+	size_t ndns;
+	int signals;                 /* egressd's own: TERM/INT stop, HUP reloads, USR1 reopens */
+	int quiet;                   /* no "listening on" or stopping lines (exec: CMD's stderr) */
+	/* The listeners are open, the loop not yet running: 0 goes on, -1 stops. */
+	int (*ready)(struct proxy_server *srv, void *arg);
+	/* The loop ended; the event base is still there (free what ready added). */
+	void (*done)(struct proxy_server *srv, void *arg);
+	/* Every denial, for exec's summary; may be NULL. */
+	void (*denied)(void *arg, const struct proxy_conn *c, const struct proxy_outcome *o);
+	void *arg;
+};
+
 int proxy_serve(const char *config_path);
+int proxy_run(struct proxy_run *run);
+/* `egressd exec ...` (exec.c); argv[0] is "exec". */
+int proxy_exec_main(int argc, char **argv);
+/* Stops accepting and lets open connections finish within shutdownGrace (SIGTERM's stop). */
+void proxy_server_stop(struct proxy_server *srv, const char *why);
 /* 1 when a is one of this host's interface addresses (srv->own_addrs). */
 int proxy_is_own_addr(const struct proxy_server *srv, const struct dns_addr *a);
 /* The listener a dial to a:port would reach (a loop), or NULL. */

@@ -41,10 +41,11 @@ static void print_errors(const struct allow_errors *errs)
 
 /* The inspection CA and TLS contexts of cfg (proxy/tlsctx.h), judged as `egressd check` judges
  * them; NULL after printing every problem, which makes cfg a config with errors. */
-static struct proxy_tls *tls_new(const struct allow_config *cfg)
+static struct proxy_tls *tls_new(const struct allow_config *cfg, int exec)
 {
 	struct allow_errors errs = {0};
-	struct proxy_tls *tls = proxy_tls_new(cfg, PROXY_TLS_SERVE, time(NULL), &errs);
+	struct proxy_tls *tls =
+	        proxy_tls_new(cfg, exec ? PROXY_TLS_EXEC : PROXY_TLS_SERVE, time(NULL), &errs);
 	if (tls == NULL)
 		print_errors(&errs);
 	allow_errors_free(&errs);
@@ -243,7 +244,9 @@ static int open_one(struct proxy_server *srv, const struct allow_config *cfg, co
 	}
 	format_sockaddr((struct sockaddr *)&l->addr, l->text, sizeof l->text);
 	srv->nlisteners++;
-	if (kind == PROXY_LISTEN_HTTP)
+	if (srv->run != NULL && srv->run->quiet)
+		;
+	else if (kind == PROXY_LISTEN_HTTP)
 		fprintf(stderr, "egressd: listening on %s\n", l->text);
 	else
 		fprintf(stderr, "egressd: listening on %s (%s)\n", l->text, key);
@@ -516,7 +519,8 @@ static void begin_stop(struct proxy_server *srv, const char *why)
 		return;
 	srv->stopping = 1;
 	proxy_pool_clear(srv);
-	fprintf(stderr, "egressd: %s: stopping (open connections: %zu)\n", why, srv->nconns);
+	if (srv->run == NULL || !srv->run->quiet)
+		fprintf(stderr, "egressd: %s: stopping (open connections: %zu)\n", why, srv->nconns);
 	close_listeners(srv);
 	proxy_dnsfront_stop(srv);
 	/* Connections waiting for a first request carry nothing: close them now. */
@@ -596,7 +600,7 @@ static void reload(struct proxy_server *srv)
 		return;
 	}
 	allow_errors_free(&errs);
-	struct proxy_tls *tls = tls_new(cfg);
+	struct proxy_tls *tls = tls_new(cfg, 0);
 	if (tls == NULL) {
 		fprintf(stderr, "egressd: reload failed; the running config stays\n");
 		audit_simple(srv, "config", "config", srv->config_path, "error",
@@ -742,7 +746,7 @@ static void fd_reserve_start(struct proxy_server *srv, uint64_t max_clients)
 
 /* Each client and each upstream takes a descriptor: lift the soft limit to the hard one so that
  * limits.maxClients, not a 1024-descriptor default, is what bounds egressd. */
-static uint64_t raise_fd_limit(uint64_t max_clients)
+static uint64_t raise_fd_limit(uint64_t max_clients, int quiet)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
@@ -751,29 +755,73 @@ static uint64_t raise_fd_limit(uint64_t max_clients)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2 * max_clients + 64)
+	if (!quiet && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2 * max_clients + 64)
 		fprintf(stderr, "egressd: the descriptor limit (%llu) is below what limits.maxClients "
 				"(%llu) needs; raise it (ulimit -n) or lower maxClients\n",
 			(unsigned long long)rl.rlim_cur, (unsigned long long)max_clients);
 	return rl.rlim_cur == RLIM_INFINITY ? 0 : (uint64_t)rl.rlim_cur;
 }
 
+void proxy_server_stop(struct proxy_server *srv, const char *why)
+{
+	begin_stop(srv, why);
+}
+
+/* Listening sockets made elsewhere (exec --isolate makes them inside CMD's namespace). */
+static int adopt_listeners(struct proxy_server *srv, const struct proxy_run *run)
+{
+	static const char *const keys[] = {[PROXY_LISTEN_HTTP] = "listen.proxy",
+	        [PROXY_LISTEN_SOCKS5] = "listen.socks5",
+	        [PROXY_LISTEN_TRANSPARENT] = "listen.transparent"};
+	for (size_t i = 0; i < run->nsocks; i++) {
+		if (srv->nlisteners == PROXY_MAX_LISTENERS)
+			return -1;
+		struct proxy_listener *l = &srv->listeners[srv->nlisteners];
+		l->srv = srv;
+		l->kind = run->socks[i].kind;
+		l->key = keys[l->kind];
+		l->lev = evconnlistener_new(srv->base, accept_cb, l,
+		        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, run->socks[i].fd);
+		if (l->lev == NULL)
+			return -1;
+		run->socks[i].fd = -1; /* the listener owns it now */
+		evconnlistener_set_error_cb(l->lev, accept_error_cb);
+		l->addrlen = sizeof l->addr;
+		if (getsockname(evconnlistener_get_fd(l->lev), (struct sockaddr *)&l->addr,
+		            &l->addrlen) == -1)
+			return -1;
+		format_sockaddr((struct sockaddr *)&l->addr, l->text, sizeof l->text);
+		srv->nlisteners++;
+	}
+	return 0;
+}
+
 int proxy_serve(const char *config_path)
 {
+	struct proxy_run run = {.config_path = config_path, .signals = 1};
+	return proxy_run(&run);
+}
+
+int proxy_run(struct proxy_run *run)
+{
+	const char *config_path = run->config_path ? run->config_path : run->cfg->path;
 	/* glibc gives the top of the heap back to the kernel whenever 128 KiB of it is free, so a
 	 * connection that closes and the next that opens each paid a brk() and page faults (2 % of
 	 * egressd's CPU on new connections).  Memory goes back when a burst ends instead
 	 * (proxy_server_conn_gone). */
 	mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 	struct allow_errors errs = {0};
-	struct allow_config *cfg = allow_config_load(config_path, &errs);
+	struct allow_config *cfg = run->cfg;
+	run->cfg = NULL;
+	if (cfg == NULL)
+		cfg = allow_config_load(config_path, &errs);
 	if (cfg == NULL) {
 		print_errors(&errs);
 		allow_errors_free(&errs);
 		return 2;
 	}
 	allow_errors_free(&errs);
-	struct proxy_tls *tls = tls_new(cfg);
+	struct proxy_tls *tls = tls_new(cfg, run->tls_exec);
 	if (tls == NULL) {
 		allow_config_free(cfg);
 		return 2;
@@ -782,6 +830,7 @@ int proxy_serve(const char *config_path)
 	struct proxy_server *srv = &srv_storage;
 	memset(srv, 0, sizeof *srv);
 	srv->next_conn_id = 1;
+	srv->run = run;
 	srv->config_path = strdup(config_path);
 	int rc = 1;
 
@@ -800,7 +849,7 @@ int proxy_serve(const char *config_path)
 		allow_config_free(cfg);
 		goto out;
 	}
-	srv->fd_limit = raise_fd_limit(cfg->limits.max_clients);
+	srv->fd_limit = raise_fd_limit(cfg->limits.max_clients, run->quiet);
 	fd_reserve_start(srv, cfg->limits.max_clients);
 	char err[256] = "";
 	if (proxy_audit_open(srv, cfg, err, sizeof err) == -1) {
@@ -820,8 +869,8 @@ int proxy_serve(const char *config_path)
 		goto out;
 	}
 	http_parser_set_max_header_size((uint32_t)(srv->gen->cfg->limits.max_header_bytes + 1024));
-	const int sigs[5] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGPIPE};
-	for (int i = 0; i < 5; i++) {
+	const int sigs[5] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+	for (int i = 0; i < (run->signals ? 5 : 1); i++) {
 		srv->sig[i] = evsignal_new(srv->base, sigs[i], signal_cb, srv);
 		if (srv->sig[i] == NULL || evsignal_add(srv->sig[i], NULL) == -1) {
 			fprintf(stderr, "egressd: cannot watch signal %d\n", sigs[i]);
@@ -829,7 +878,8 @@ int proxy_serve(const char *config_path)
 		}
 	}
 
-	if (open_listeners(srv, srv->gen->cfg) == -1 || proxy_dnsfront_open(srv) == -1)
+	if (open_listeners(srv, srv->gen->cfg) == -1 || adopt_listeners(srv, run) == -1 ||
+	        proxy_dnsfront_open(srv) == -1)
 		goto out;
 	read_own_addrs(srv);
 
@@ -857,10 +907,13 @@ int proxy_serve(const char *config_path)
 		any_token |= srv->gen->cfg->sessions[i].token != NULL;
 		any_clients |= srv->gen->cfg->sessions[i].nclients > 0;
 	}
-	if (allow_config_session(srv->gen->cfg, "default") == NULL && !any_token && !any_clients)
+	if (allow_config_session(srv->gen->cfg, "default") == NULL && !any_token && !any_clients &&
+	        run->session == NULL)
 		fprintf(stderr, "egressd: no session named \"default\", and none with a token or "
 		                "clients: every connection will be denied\n");
 
+	if (run->ready != NULL && run->ready(srv, run->arg) == -1)
+		goto out;
 	event_base_dispatch(srv->base);
 	rc = srv->exit_code;
 
@@ -872,6 +925,8 @@ out:
 		proxy_conn_close(srv->conns, "shutdown");
 	if (srv->reap != NULL)
 		reap_dead(-1, 0, srv);
+	if (run->done != NULL && srv->base != NULL)
+		run->done(srv, run->arg);
 	proxy_pool_clear(srv);
 	close_listeners(srv);
 	proxy_dnsfront_free(srv); /* lets go of the generations its pending answers hold */
