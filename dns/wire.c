@@ -98,6 +98,13 @@ enum dns_wire_parse dns_wire_parse_query(const uint8_t *msg, size_t len, struct 
 	q->rd = LDNS_RD_WIRE(msg) != 0;
 	q->cd = LDNS_CD_WIRE(msg) != 0;
 
+	/* A query has one question and nothing else but an OPT record.  Anything more is refused
+	 * on the header's counts, before ldns reads a record: ldns keeps only the last of several
+	 * TSIG records and loses the others' memory (a fuzz finding), and a query that announces
+	 * thousands of records would cost as many allocations. */
+	if (LDNS_QDCOUNT(msg) != 1 || LDNS_ANCOUNT(msg) != 0 || LDNS_NSCOUNT(msg) != 0 ||
+		LDNS_ARCOUNT(msg) > 1)
+		return DNS_WIRE_FORMERR;
 	ldns_pkt *pkt = NULL;
 	if (ldns_wire2pkt(&pkt, msg, len) != LDNS_STATUS_OK || pkt == NULL)
 		return DNS_WIRE_FORMERR;
