@@ -579,6 +579,13 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 			}
 			mark_restore(P, &m);
 			arith_mark_bad(P, open);
+			/* bash reads a `#' right after such a `$((' as a word, not as a comment:
+			 * refused rather than modelled (fuzz finding) */
+			size_t h = open + 3;
+			while (h < P->len && (P->s[h] == ' ' || P->s[h] == '\t'))
+				h++;
+			if (at(P, h) == '#')
+				return ERR(P, open, "a comment right after $(( that is not arithmetic");
 			P->pos = open + 2; /* "$(" then a subshell */
 		} else {
 			P->pos += 2;
