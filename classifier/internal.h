@@ -43,6 +43,8 @@ struct cls_doc {
 #define CLS_C_STDIN 0x02u /* standard input redirected from a file, here-doc or string */
 #define CLS_C_XARGS 0x04u /* further unknown arguments are appended (xargs, parallel) */
 #define CLS_C_DLIN 0x08u  /* standard input carries what a download printed */
+#define CLS_C_ASYNC 0x20u /* run with `&': without job control its standard input is
+                             /dev/null unless it redirects or pipes one itself */
 #define CLS_C_XOPTS 0x10u /* the appended words come from the line (a pipe, a here-string):
                              they may be options */
 

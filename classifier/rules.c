@@ -586,8 +586,8 @@ static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const str
 		return -1;
 	if (len > 0 && s[0] == '!') {
 		/* a shell alias: git runs it with sh -c, the arguments appended */
-		if (cls_run_script(c, s + 1, len - 1, w->off, flags & (CLS_C_XARGS | CLS_C_XOPTS)) ==
-		        -1)
+		if (cls_run_script(c, s + 1, len - 1, w->off,
+		            flags & (CLS_C_XARGS | CLS_C_XOPTS | CLS_C_PIPED | CLS_C_STDIN)) == -1)
 			return -1;
 		cls_leave(c);
 		return 0;

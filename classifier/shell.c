@@ -2139,11 +2139,14 @@ static int parse_list(struct parser *P, const char *const *stops, size_t *count)
 			return 0;
 		if (t->kind != T_WORD && t->kind != T_LPAREN && t->kind != T_REDIR)
 			return unexpected(P, t);
+		struct cls_cmd **from = P->tail;
 		if (parse_and_or(P) == -1)
 			return -1;
 		(*count)++;
 		if (peek(P, &t) == -1)
 			return -1;
+		if (t->kind == T_AMP)
+			mark_cmds(*from, CLS_C_ASYNC, NULL);
 		if (t->kind == T_SEMI || t->kind == T_AMP)
 			consume(P);
 		else if (t->kind != T_NL)

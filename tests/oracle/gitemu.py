@@ -42,12 +42,14 @@ def is_command_key(key):
     return sub is not None and name in sub
 
 
-def run(cmd, args=()):
+def run(cmd, args=(), pipe=True):
     if cmd.startswith("!"):
         cmd = cmd[1:]
-    # git talks to these over pipes (filters, helpers, transports)
-    subprocess.run(["/bin/sh", "-c", cmd + ' "$@"', "sh", *args], input=b"",
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+    # git talks to configured programs over pipes (filters, helpers, transports); a shell
+    # alias shares git's own standard input
+    extra = {"input": b""} if pipe else {"stdin": None}
+    subprocess.run(["/bin/sh", "-c", cmd + ' "$@"', "sh", *args], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=5, **extra)
 
 
 def ext_argv(spec):
@@ -128,14 +130,14 @@ def main():
     for k, v in config:
         if sub is not None and k.lower() == f"alias.{sub.lower()}":
             if v.startswith("!"):
-                run(v, rest)
+                run(v, rest, pipe=False)
             else:
                 try:
                     words = shlex.split(v)
                 except ValueError:
                     words = v.split()
-                subprocess.run(["git", *words, *rest], stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5)
+                subprocess.run(["git", *words, *rest], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=5)
         elif is_command_key(k) and v not in ("", "true", "false"):
             commands.append(v)
     # options after the subcommand that name a program to run on the other side
