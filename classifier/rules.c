@@ -282,6 +282,8 @@ static int git_transport_commands(
 	static const char *const opts[] = {"upload-pack", "receive-pack", "exec", NULL};
 	for (size_t j = i + 1; j < n; j++) {
 		const struct cls_word *w = &v[j];
+		if (w->len < 2 || (w->s[0] != '-' && w->s[0] != 'e'))
+			continue; /* the common case: an operand */
 		if (w->len >= 5 && memcmp(w->s, "ext::", 5) == 0) {
 			if (git_ext_command(c, w) == -1)
 				return -1;
@@ -289,7 +291,7 @@ static int git_transport_commands(
 		}
 		struct cls_word cmd;
 		int hit = 0;
-		for (size_t k = 0; opts[k] != NULL && !hit; k++)
+		for (size_t k = 0; opts[k] != NULL && !hit && w->s[1] == '-'; k++)
 			hit = git_long_is(w, opts[k], 2);
 		if (hit) {
 			const char *eq = memchr(w->s, '=', w->len);

@@ -990,7 +990,9 @@ static int read_word(struct parser *P, struct token *t)
 	}
 	if (P->pos == start)
 		return ERR(P, start, "syntax error near `%c'", at(P, start));
-	cls_note_latent(P->c, b.p, b.n, P->base + start);
+	/* a literal $( or backtick needs quoting or a backslash: unquoted, it is a substitution */
+	if (flags & CLS_W_QUOTED)
+		cls_note_latent(P->c, b.p, b.n, P->base + start);
 	char *text = cls_strdup(P->c, b.p, b.n, P->base + start);
 	if (text == NULL)
 		return -1;

@@ -18,13 +18,30 @@ struct run {
 	const struct cls_doc *doc; /* standard input's here-doc or here-string */
 };
 
+static int cls_in_list_empty(const char *const *list)
+{
+	for (size_t i = 0; list[i] != NULL && list[i][0] != CLS_LONG_FLAGS[0]; i++)
+		if (list[i][0] == '\0')
+			return 1;
+	return 0;
+}
+
 int cls_in_list(const char *const *list, const char *o, size_t ol)
 {
 	if (list == NULL)
 		return 0;
+	if (ol == 0)
+		return cls_in_list_empty(list);
+	/* the first byte rules most entries out before any length is counted */
 	for (size_t i = 0; list[i] != NULL && list[i][0] != CLS_LONG_FLAGS[0]; i++)
-		if (strlen(list[i]) == ol && memcmp(list[i], o, ol) == 0)
-			return 1;
+		if (list[i][0] == o[0]) {
+			const char *e = list[i];
+			size_t k = 1;
+			while (k < ol && e[k] == o[k])
+				k++;
+			if (k == ol && e[k] == '\0')
+				return 1;
+		}
 	return 0;
 }
 
@@ -86,7 +103,11 @@ int cls_cmds_download(const struct cls_cmd *from, const struct cls_cmd *to)
 		for (size_t i = 0; i < c->argc; i++) {
 			size_t bl;
 			const char *b = word_base(&c->argv[i], &bl);
-			if (!(c->argv[i].flags & CLS_W_EXP) && cls_in_list(dl, b, bl))
+			/* the first byte rules most words out before the list is looked at */
+			if (bl < 2 || bl > 12 || strchr("GHPafghnostwx", b[0]) == NULL ||
+			        (c->argv[i].flags & CLS_W_EXP))
+				continue;
+			if (cls_in_list(dl, b, bl))
 				return 1;
 		}
 	return 0;
@@ -116,19 +137,19 @@ static void long_resolve(const struct cls_opts *spec, const char **l, size_t *ll
 	int has_flags = 0;
 	if (lv == NULL || *ll == 0)
 		return;
-	for (i = 0; lv[i] != NULL; i++)
-		if (lv[i][0] == CLS_LONG_FLAGS[0])
-			has_flags = 1;
-		else if (strlen(lv[i]) == *ll && memcmp(lv[i], *l, *ll) == 0)
-			return; /* an exact name wins */
-	if (!has_flags)
-		return;
 	const char *hit = NULL;
-	for (i = 0; lv[i] != NULL; i++)
-		if (lv[i][0] != CLS_LONG_FLAGS[0] && strncmp(lv[i], *l, *ll) == 0) {
+	for (i = 0; lv[i] != NULL; i++) {
+		if (lv[i][0] == CLS_LONG_FLAGS[0]) {
+			has_flags = 1;
+		} else if (lv[i][0] == (*l)[0] && strncmp(lv[i], *l, *ll) == 0) {
+			if (lv[i][*ll] == '\0')
+				return; /* an exact name wins */
 			hit = lv[i];
 			m++;
 		}
+	}
+	if (!has_flags)
+		return;
 	if (m == 1) {
 		*l = hit;
 		*ll = strlen(hit);
@@ -1611,7 +1632,11 @@ static const struct interp interps[] = {
 
 static const struct interp *find_interp(const char *b, size_t bl)
 {
+	if (bl < 3 || strchr("RilnopPrt", b[0]) == NULL)
+		return NULL; /* the first letters of the names below */
 	for (const struct interp *i = interps; i->name != NULL; i++) {
+		if (i->name[0] != b[0])
+			continue;
 		size_t nl = strlen(i->name);
 		if (i->name[nl - 1] == '*') {
 			if (bl >= nl - 1 && memcmp(b, i->name, nl - 1) == 0) {
