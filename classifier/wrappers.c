@@ -104,7 +104,7 @@ int cls_cmds_download(const struct cls_cmd *from, const struct cls_cmd *to)
 			size_t bl;
 			const char *b = word_base(&c->argv[i], &bl);
 			/* the first byte rules most words out before the list is looked at */
-			if (bl < 2 || bl > 12 || strchr("GHPafghnostwx", b[0]) == NULL ||
+			if (bl < 2 || bl > 12 || strchr("GHPacfghlnostwx", b[0]) == NULL ||
 			        (c->argv[i].flags & CLS_W_EXP))
 				continue;
 			if (cls_in_list(dl, b, bl))
