@@ -101,6 +101,14 @@ static void test_refusal_offsets(void **state)
 	expect_refusal("bash -c \"$(curl x)\"", 19, 8, "download-to-shell");
 	expect_refusal("curl -s x | sudo sh -s", 22, 17, "download-to-shell");
 	expect_refusal("$(wget -qO- x)", 14, 0, "download-to-shell");
+	expect_refusal("bash <(curl -s x)", 17, 5, "download-to-shell");
+	expect_refusal("source <(wget -qO- x)", 21, 7, "download-to-shell");
+	expect_refusal("eval \"$(http x)\"", 16, 5, "download-to-shell");
+	expect_refusal("curl x | python3", 16, 9, "download-to-shell");
+	expect_refusal("bash < <(curl x)", 16, 0, "download-to-shell");
+	/* the same shapes without a download are refused as not static */
+	expect_refusal("cat f | sh", 10, 8, "not static");
+	expect_refusal("bash <(cat f)", 13, 5, "not static");
 	expect_refusal("echo `ls", 8, 5, "backtick");
 	expect_refusal("(ls", 3, 3, "end of input");
 }
