@@ -204,8 +204,11 @@ static int git_config_value(struct cls_ctx *c, const struct cls_word *w, size_t 
 		val++;
 		vl--;
 	}
-	/* filters, helpers and ssh read from a pipe git writes */
-	return cls_run_script(c, val, vl, w->off, CLS_C_PIPED);
+	/* filters, helpers, pagers and ssh read from a pipe git writes; editors share git's
+	 * standard input: both are classified */
+	if (cls_run_script(c, val, vl, w->off, CLS_C_PIPED) == -1)
+		return -1;
+	return cls_run_script(c, val, vl, w->off, 0);
 }
 
 /* Whether w is --NAME[=...] with NAME a non-empty prefix, at least min bytes long, of long

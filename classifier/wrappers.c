@@ -1895,8 +1895,11 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 			val++;
 			vl--;
 		}
-		/* git feeds most of these from a pipe (filters, helpers, ssh) */
-		return cls_run_script(c, val, vl, w->off, CLS_C_PIPED);
+		/* git feeds some from a pipe (filters, helpers, ssh, pagers) and lets others
+		 * share its standard input (editors, aliases): both are classified */
+		if (cls_run_script(c, val, vl, w->off, CLS_C_PIPED) == -1)
+			return -1;
+		return cls_run_script(c, val, vl, w->off, 0);
 	}
 	if (cls_in_list(prompts, s, nl))
 		return cls_run_expansions(c, val, vl, w->off);
