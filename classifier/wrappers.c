@@ -1798,7 +1798,8 @@ static int w_declare(struct cls_ctx *c, struct run *r)
 		        cls_assignment(c, w) == -1)
 			return -1;
 	}
-	return 0;
+	/* tools.c notes the registry variables among them */
+	return cls_rule_tools(c, r->v, r->n, r->flags) == -1 ? -1 : 0;
 }
 
 /* mapfile/readarray -C CALLBACK runs CALLBACK as a command every -c lines */
