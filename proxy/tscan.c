@@ -16,6 +16,11 @@
 #define REC_ALERT 21
 #define REC_APPDATA 23
 #define REC_MAX (16384 + 2048) /* the largest record TLS allows (ciphertext) */
+/* The largest record a client sends before the server's hello: early data, TLS 1.3's 2^14 + 256
+ * (TLS 1.2 sends nothing but its hello then).  It must fit the window tunnel.c hands us, or a
+ * longer one would wait for bytes that cannot arrive. */
+#define REC_MAX_CLIENT (16384 + 256)
+_Static_assert(5 + REC_MAX_CLIENT <= PROXY_SNI_PEEK_MAX, "a client record fits the peek window");
 #define HS_SERVER_HELLO 2
 
 /* SHA-256 of "HelloRetryRequest": a ServerHello with this random asks for a new ClientHello. */
@@ -130,8 +135,8 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 	if (buf[1] != 3)
 		return bad(why, "a TLS record with an implausible version");
 	size_t rlen = (size_t)buf[3] << 8 | buf[4];
-	if (rlen > REC_MAX)
-		return bad(why, "a TLS record longer than TLS allows");
+	if (rlen > REC_MAX_CLIENT)
+		return bad(why, "a TLS record longer than TLS 1.3 allows");
 	switch (buf[0]) {
 	case REC_HANDSHAKE:
 		return hello(s, buf, len, eof, n, name, namecap, why);
@@ -192,6 +197,13 @@ static enum proxy_tscan_step server_tls(struct proxy_tscan *s, const uint8_t *bu
 					if (v->hs[0] != HS_SERVER_HELLO)
 						return bad(why, "the server's first handshake message is "
 						                "not a ServerHello");
+					/* After a HelloRetryRequest the server waits for the new
+					 * ClientHello: a hello before it would open the tunnel with
+					 * that ClientHello unread. */
+					if (s->retries >= s->hellos)
+						return bad(why, "the server's hello came before the "
+						                "client's ClientHello after its "
+						                "HelloRetryRequest");
 					v->hs_left = (size_t)v->hs[1] << 16 | (size_t)v->hs[2] << 8 |
 					             v->hs[3];
 					v->hs_in_body = 1;
