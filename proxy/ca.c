@@ -63,6 +63,7 @@ struct proxy_ca {
 	EVP_PKEY *leaf_key;   /* the key pair every leaf carries (owned) */
 	X509 *tmpl;           /* what every leaf shares (leaf_template_init; owned) */
 	uint64_t seed;        /* of the cache's hash: names come from clients */
+	unsigned refs;        /* the owner's, plus one per client context (proxy_ca_hold) */
 	struct leaf_entry *e; /* cache entries, ne used of cape */
 	int32_t ne, cape;
 	int32_t head, tail; /* most and least recently used */
@@ -365,6 +366,7 @@ static struct proxy_ca *ca_make(X509 *cert, EVP_PKEY *key, char *err, size_t err
 		say(err, errlen, "out of memory");
 		return NULL;
 	}
+	ca->refs = 1;
 	ca->cert = cert;
 	ca->key = key;
 	ca->head = ca->tail = CA_NIL;
@@ -395,9 +397,14 @@ fail:
 	return NULL;
 }
 
+void proxy_ca_hold(struct proxy_ca *ca)
+{
+	ca->refs++;
+}
+
 void proxy_ca_free(struct proxy_ca *ca)
 {
-	if (ca == NULL)
+	if (ca == NULL || --ca->refs > 0)
 		return;
 	for (int32_t i = 0; i < ca->ne; i++)
 		X509_free(ca->e[i].cert);

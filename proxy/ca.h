@@ -82,6 +82,10 @@ struct proxy_ca *proxy_ca_generate(
 struct proxy_ca *proxy_ca_load(
         const char *cert_path, const char *key_path, int *blame, char *err, size_t errlen);
 
+/* A CA is reference counted: proxy_ca_hold takes one more reference, proxy_ca_free drops one
+ * and frees the CA with the last (the client-facing context holds one, so that a handshake still
+ * running on a context of an older config generation never sees a freed CA). */
+void proxy_ca_hold(struct proxy_ca *ca);
 void proxy_ca_free(struct proxy_ca *ca);
 
 /* What `egressd check` requires of a CA at time now: basicConstraints CA:TRUE, keyUsage (when

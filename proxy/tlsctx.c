@@ -26,6 +26,8 @@ struct client_note {
 
 /* The ex_data slot of struct client_note on an SSL; -1 until made. */
 static int note_index = -1;
+/* The ex_data slot on a client-facing SSL_CTX that holds its reference to the CA. */
+static int ca_index = -1;
 
 static void note_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
@@ -35,6 +37,16 @@ static void note_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
 	(void)argl;
 	(void)argp;
 	free(ptr);
+}
+
+static void ca_drop(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	proxy_ca_free(ptr);
 }
 
 __attribute__((format(printf, 3, 4))) static void say(
@@ -117,7 +129,9 @@ static int note_index_get(void)
 {
 	if (note_index < 0)
 		note_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, note_free);
-	return note_index;
+	if (ca_index < 0)
+		ca_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, ca_drop);
+	return note_index < 0 || ca_index < 0 ? -1 : note_index;
 }
 
 SSL_CTX *proxy_tls_client_ctx_new(struct proxy_ca *ca, char *err, size_t errlen)
@@ -140,6 +154,14 @@ SSL_CTX *proxy_tls_client_ctx_new(struct proxy_ca *ca, char *err, size_t errlen)
 	 * table grows with clients, and a reload (a new context) ends every ticket. */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_num_tickets(ctx, 1);
+	/* The context holds the CA: every SSL holds its context, so a handshake that outlives
+	 * its config generation (a reload in the middle) still mints with a live CA. */
+	if (SSL_CTX_set_ex_data(ctx, ca_index, ca) != 1) {
+		say(err, errlen, "cannot make the TLS context: %s", ossl_why());
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	proxy_ca_hold(ca);
 	SSL_CTX_set_tlsext_servername_callback(ctx, client_servername);
 	SSL_CTX_set_tlsext_servername_arg(ctx, ca);
 	SSL_CTX_set_alpn_select_cb(ctx, client_alpn, NULL);

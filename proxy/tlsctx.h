@@ -61,8 +61,9 @@ void proxy_tls_print(const struct proxy_tls *t, const struct allow_config *cfg, 
 /* A server context: TLS 1.2 and 1.3; ALPN selects http/1.1 when the client offers it and
  * nothing otherwise (a client that offers only h2 gets no ALPN and must speak HTTP/1.1 or
  * leave); stateless session tickets under a key made per context (no server-side cache); a
- * servername callback that installs ca's leaf for the connection's host.  ca must outlive the
- * context.  NULL with a reason in err. */
+ * servername callback that installs ca's leaf for the connection's host.  The context holds a
+ * reference to ca (proxy_ca_hold), dropped when the context and its last SSL are freed.  NULL
+ * with a reason in err. */
 SSL_CTX *proxy_tls_client_ctx_new(struct proxy_ca *ca, char *err, size_t errlen);
 
 /* Tells a new SSL of that context which host its tunnel was decided for (canonical, as the

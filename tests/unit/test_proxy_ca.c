@@ -931,6 +931,31 @@ static void test_client_side(void **state)
 	proxy_ca_free(ca);
 }
 
+/* A handshake that outlives its config generation: the CA and the context are freed by their
+ * owner while an SSL of that context is still in its handshake (a reload in the middle). */
+static void test_ca_outlives_generation(void **state)
+{
+	(void)state;
+	struct proxy_ca *ca = gen(NULL, 0);
+	char err[PROXY_CA_ERR];
+	SSL_CTX *sctx = proxy_tls_client_ctx_new(ca, err, sizeof err);
+	SSL_CTX *cctx = trusting_client(ca, NULL, 0);
+	SSL *s = SSL_new(sctx), *c = SSL_new(cctx);
+	assert_int_equal(proxy_tls_client_prepare(s, "late.test"), 0);
+	SSL_set_tlsext_host_name(c, "late.test");
+	SSL_set1_host(c, "late.test");
+	X509 *cacert = proxy_ca_cert(ca);
+	X509_up_ref(cacert);
+	proxy_ca_free(ca);  /* the generation's reference */
+	SSL_CTX_free(sctx); /* and its context: the SSL keeps both alive */
+	assert_int_equal(handshake(c, s), 1);
+	assert_int_equal(SSL_get_verify_result(c), X509_V_OK);
+	SSL_free(s); /* the last reference: the CA goes (ASan sees any leak) */
+	SSL_free(c);
+	SSL_CTX_free(cctx);
+	X509_free(cacert);
+}
+
 /* A server presenting leaf (with key) for the upstream tests. */
 static SSL_CTX *server_with(X509 *leaf, EVP_PKEY *key)
 {
@@ -1254,6 +1279,7 @@ int main(void)
 	        cmocka_unit_test(test_bundle),
 	        cmocka_unit_test(test_trust_env),
 	        cmocka_unit_test(test_client_side),
+	        cmocka_unit_test(test_ca_outlives_generation),
 	        cmocka_unit_test(test_upstream_side),
 	        cmocka_unit_test(test_reason_cleaned),
 	        cmocka_unit_test(test_from_config),
