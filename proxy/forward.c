@@ -23,6 +23,7 @@
 
 #include <openssl/evp.h>
 
+#include "allowlist/tags.h"
 #include "proxy/h1.h"
 #include "proxy/proxy.h"
 
@@ -266,6 +267,10 @@ static void head_done(struct proxy_conn *c)
 	 * every byte goes through egressd's TLS, the upgrade is not asked for (docs/inspection.md). */
 	f->upgrade = !c->inspected && proxy_h1_has_token(&f->req, "upgrade", "websocket") &&
 	             proxy_h1_has_token(&f->req, "connection", "upgrade");
+	/* After its 101 a websocket carries bytes both ways that egressd does not read: it is
+	 * decided as reading and writing (unsure means more). */
+	if (f->upgrade)
+		c->rq.action |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
 	if (t.is_connect) {
 		c->rq.tunnel = 1;
 		c->rq.front = "connect";

@@ -118,8 +118,8 @@ def case_websocket(h):
     e.stop()
     recs = e.audit()
     reqs = [r for r in recs if r["event"] == "request"]
-    check_eq([(r["decision"], r["action"]) for r in reqs], [("allow", "http:read")],
-             "one decision for the upgraded request")
+    check_eq([(r["decision"], r["action"]) for r in reqs], [("allow", "http:read,http:write")],
+             "one decision for the upgraded request: it reads and writes")
     close = [r for r in recs if r["event"] == "close"][0]
     check(close["bytes_out"] >= 20 and close["bytes_in"] >= 20 + 8, "bytes counted: %r" % close)
 
@@ -140,6 +140,19 @@ def case_websocket_limits(h):
     check(log.get("echoed", 0) <= 4096, "bytes past maxBytesOut through a websocket: %d"
           % log.get("echoed", 0))
     check(c.at_eof(3) or True, "")
+
+
+def case_websocket_write_denied(h):
+    # A websocket carries writes: a bound that denies http:write refuses the upgrade.
+    log = {}
+    srv = h.raw(websocket_server(log))
+    e = h.egressd(base_config(HOSTS, session_bound={"actions": ["http:write"]}))
+    c = Conn(e.port)
+    c.send(ws_request(srv.port))
+    r = c.read_response()
+    check_eq(r.status, 403, "a websocket upgrade with http:write denied")
+    check_eq(r.header("X-Egressd-Reason"), "action-denied", "reason")
+    check("head" not in log, "the upgrade reached the origin")
 
 
 def case_upgrade_refused_without_ask(h):
@@ -242,6 +255,7 @@ if __name__ == "__main__":
          case_http10_dechunked),
         ("a websocket upgrade is relayed both ways after the 101", case_websocket),
         ("a websocket is held to the session's byte limits", case_websocket_limits),
+        ("a websocket writes: refused when http:write is denied", case_websocket_write_denied),
         ("a 101 the client did not ask for is 502 upstream-error",
          case_upgrade_refused_without_ask),
         ("20 clients sending a 200 KB head each read their 431", case_linger_431),
