@@ -116,6 +116,48 @@ def case_reload_keeps_byte_count(h):
     check_eq(e.stop(), 0, "exit code")
 
 
+def case_restart_keys(h):
+    # Keys a reload cannot apply are named, and their running values stay.
+    origin = h.origin()
+    url = "http://origin.test:%d/" % origin.port
+    cfg = base_config(HOSTS)
+    e = h.egressd(cfg)
+    new = base_config(HOSTS)
+    new["listen"]["proxy"] = ["127.0.0.1:1"]
+    new["listen"]["socks5"] = ["127.0.0.1:0"]
+    new["audit"] = {"path": os.path.join(h.tmp, "elsewhere.jsonl")}
+    e.rewrite_config(new)
+    e.signal(signal.SIGHUP)
+    check(e.wait_stderr(r"egressd: reloaded", 5), "no reload message:\n%s" % e.stderr())
+    for key in ("listen.proxy", "listen.socks5", "audit.path"):
+        check("reload: %s changed; it takes effect only after a restart" % key in e.stderr(),
+              "%s not reported: %s" % (key, e.stderr()))
+    check_eq(status_of(e, url), 200, "the running listener still serves")
+    check(not os.path.exists(os.path.join(h.tmp, "elsewhere.jsonl")), "the audit path moved")
+    check_eq(e.stop(), 0, "exit code")
+
+
+def case_pool_per_session(h):
+    # A parked upstream serves only the session whose decision opened it.
+    origin = h.origin()
+    url = "http://origin.test:%d/" % origin.port
+    sessions = {"a": {"auth": {"token": "ta"}}, "b": {"auth": {"token": "tb"}}}
+    e = h.egressd(base_config(HOSTS, sessions=sessions))
+    from harness import basic_auth
+    ports = []
+    for user, tok in (("a", "ta"), ("a", "ta"), ("b", "tb")):
+        c = Conn(e.port)
+        c.request("GET", url, headers=[("Proxy-Authorization", basic_auth(user, tok))])
+        r = c.read_response()
+        check_eq(r.status, 200, "GET as session %s" % user)
+        ports.append(r.json()["peer_port"])
+        c.close()
+        time.sleep(0.2)
+    check_eq(ports[0], ports[1], "session a's second connection reuses a's parked upstream")
+    check(ports[2] != ports[0], "session b got a's parked upstream: %r" % ports)
+    check_eq(e.stop(), 0, "exit code")
+
+
 if __name__ == "__main__":
     run_cases("reload", [
         ("SIGHUP applies a valid new config", case_reload_applies),
@@ -124,4 +166,7 @@ if __name__ == "__main__":
         ("expiresIn holds on kept-alive connections and across a reload",
          case_reload_keeps_session_clock),
         ("byte counts survive a reload", case_reload_keeps_byte_count),
+        ("a reload names the keys that need a restart; their running values stay",
+         case_restart_keys),
+        ("the upstream pool is kept per session", case_pool_per_session),
     ])
