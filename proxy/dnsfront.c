@@ -58,6 +58,24 @@ static void dns_decide(void *arg, const struct dns_listener_client *who, const c
 	proxy_gen_hold(gen);
 }
 
+/* Remembers a DNS listener's bound address: a tunnel to it is a loop like one to any listener. */
+static void remember(struct proxy_server *srv, const char *bound)
+{
+	if (srv->ndns_listeners == PROXY_MAX_LISTENERS)
+		return;
+	struct proxy_listener *l = &srv->dns_listeners[srv->ndns_listeners];
+	memset(l, 0, sizeof *l);
+	socklen_t len;
+	char why[128];
+	if (allow_config_addr_parse(bound, 0, &l->addr, &len, why, sizeof why) == -1)
+		return;
+	l->addrlen = len;
+	l->srv = srv;
+	l->key = "listen.dns";
+	snprintf(l->text, sizeof l->text, "%s", bound);
+	srv->ndns_listeners++;
+}
+
 static void dns_release(void *arg, void *hold)
 {
 	(void)arg;
@@ -117,6 +135,7 @@ int proxy_dnsfront_open(struct proxy_server *srv)
 			fprintf(stderr, "egressd: %s: listen.dns: %s\n", cfg->path, err);
 			return -1;
 		}
+		remember(srv, bound);
 		fprintf(stderr, "egressd: listening on %s (dns, UDP and TCP)\n", bound);
 	}
 	for (size_t i = 0; i < adopted; i++) {
@@ -128,6 +147,7 @@ int proxy_dnsfront_open(struct proxy_server *srv)
 			return -1;
 		}
 		p[0] = p[1] = -1; /* the listener owns them now */
+		remember(srv, bound);
 	}
 	return 0;
 }

@@ -145,6 +145,9 @@ struct proxy_server {
 	size_t nown_addrs;
 	struct proxy_run *run;          /* how it runs (exec's hooks and session) */
 	struct dns_listener *dns;       /* listen.dns (dnsfront.c), or NULL */
+	struct proxy_listener dns_listeners[PROXY_MAX_LISTENERS]; /* its addresses, for the loop
+	                                   check and the start record (no lev) */
+	size_t ndns_listeners;
 	struct dns_map *dnsmap;         /* mapped answers, shared with the transparent listener */
 };
 

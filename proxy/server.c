@@ -345,8 +345,10 @@ const struct proxy_listener *proxy_own_listener(const struct proxy_server *srv,
 	int any = memcmp(d.addr, zero, d.family == AF_INET ? 4 : 16) == 0;
 	int loopback = d.family == AF_INET ? d.addr[0] == 127
 	                                   : IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)d.addr);
-	for (size_t j = 0; j < srv->nlisteners; j++) {
-		const struct proxy_listener *l = &srv->listeners[j];
+	for (size_t j = 0; j < srv->nlisteners + srv->ndns_listeners; j++) {
+		const struct proxy_listener *l = j < srv->nlisteners
+		                                         ? &srv->listeners[j]
+		                                         : &srv->dns_listeners[j - srv->nlisteners];
 		const uint8_t *laddr;
 		size_t alen;
 		uint16_t lport;
@@ -570,8 +572,8 @@ static void report_restart_keys(const struct allow_config *old, const struct all
 	if (!same_strings(old->listen_transparent, old->nlisten_transparent,
 	            cfg->listen_transparent, cfg->nlisten_transparent))
 		keys[n++] = "listen.transparent";
-	if (!same_strings(old->listen_dns, old->nlisten_dns, cfg->listen_dns, cfg->nlisten_dns) ||
-	        old->listen_dns_answers != cfg->listen_dns_answers)
+	/* listen.dnsAnswers follows reloads: each answer reads the current generation's. */
+	if (!same_strings(old->listen_dns, old->nlisten_dns, cfg->listen_dns, cfg->nlisten_dns))
 		keys[n++] = "listen.dns";
 	if (!same_str(old->listen_control, cfg->listen_control))
 		keys[n++] = "listen.control";
@@ -888,6 +890,9 @@ int proxy_run(struct proxy_run *run)
 	for (size_t i = 0; i < srv->nlisteners && off < sizeof listen; i++)
 		off += (size_t)snprintf(listen + off, sizeof listen - off, "%s%s", i ? " " : "",
 		        srv->listeners[i].text);
+	for (size_t i = 0; i < srv->ndns_listeners && off < sizeof listen; i++)
+		off += (size_t)snprintf(listen + off, sizeof listen - off, "%sdns:%s", off ? " " : "",
+		        srv->dns_listeners[i].text);
 	struct audit_rec r;
 	audit_rec_init(&r);
 	r.event = "start";

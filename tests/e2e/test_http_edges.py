@@ -247,6 +247,20 @@ def case_own_address_no_advice(h):
     check_eq(r.status, 508, "CONNECT to egressd's own address")
     check_eq(r.header("X-Egressd-Reason"), "loop", "reason")
     check("allowDomains" not in r.body.decode(), "advice to allow egressd itself: %r" % r.body)
+    # The DNS listener is egressd too (its TCP port).
+    cfg = base_config({"dns.test": ["127.0.0.1"]}, session_bound={"allowDomains": ["dns.test:*"],
+                                                                  "enforce": "sandbox"})
+    cfg["listen"]["dns"] = ["127.0.0.1:0"]
+    e2 = h.egressd(cfg, name="dns")
+    import re
+    e2.wait_stderr(r"\(dns", 5)
+    m = re.search(r"listening on 127\.0\.0\.1:(\d+) \(dns", e2.stderr())
+    check(m is not None, "no DNS listener line: %r" % e2.stderr())
+    c = Conn(e2.port)
+    c.send(b"CONNECT dns.test:%s HTTP/1.1\r\nHost: dns.test\r\n\r\n" % m.group(1).encode())
+    r = c.read_response()
+    check_eq((r.status, r.header("X-Egressd-Reason")), (508, "loop"),
+             "CONNECT to egressd's DNS listener")
 
 
 if __name__ == "__main__":
