@@ -494,6 +494,11 @@ static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
 		case 'c':
 			if (P->pos >= P->len)
 				return ERR(P, open, "unterminated $'");
+			/* bash's lexer finds the closing quote first, a backslash escaping only the
+			 * c: $'\c'' ends at the first quote and leaves the second open (fuzz
+			 * finding) */
+			if (P->s[P->pos] == '\'')
+				continue;
 			v = (unsigned char)P->s[P->pos++] & 0x1f;
 			/* bash's lexer reads a backslash after \c as escaping the next character:
 			 * $'\c\'' does not end at that quote (fuzz finding) */
