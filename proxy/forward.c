@@ -204,13 +204,12 @@ static void read_credentials(struct proxy_conn *c)
 	explicit_bzero(dec, sizeof dec);
 }
 
+/* A refusal of a request head: always an HTTP answer. */
 static void deny_status(struct proxy_conn *c, int status, const char *reason, const char *rule,
         const char *why)
 {
-	struct proxy_outcome o;
-	proxy_outcome_set(&o, status, reason, rule, "%s", why);
 	c->answer = proxy_answer_http;
-	proxy_deny(c, &o);
+	proxy_refuse(c, status, reason, rule, why);
 }
 
 /* A complete request head is in f->req: build the pipeline's request from it. */
@@ -298,6 +297,20 @@ static void head_timeout(struct proxy_conn *c)
 
 /* ---- forwarding the request ---- */
 
+/* The end-to-end fields of a head (hop-by-hop ones and, for requests, Host are rebuilt). */
+static void copy_fields(struct evbuffer *out, const struct proxy_head *h, int skip_host)
+{
+	for (uint32_t i = 0; i < h->nfields; i++) {
+		const struct proxy_hfield *fl = &h->fields[i];
+		if (proxy_h1_hop_by_hop(h, fl) || (skip_host && proxy_h1_name_is(h, fl, "host")))
+			continue;
+		evbuffer_add(out, h->arena + fl->name, fl->name_len);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, h->arena + fl->value, fl->value_len);
+		evbuffer_add(out, "\r\n", 2);
+	}
+}
+
 static void send_request_head(struct proxy_conn *c, struct evbuffer *out)
 {
 	struct proxy_fwd *f = c->fwd;
@@ -310,16 +323,7 @@ static void send_request_head(struct proxy_conn *c, struct evbuffer *out)
 	if (c->rq.dest.port != 80)
 		evbuffer_add_printf(out, ":%u", c->rq.dest.port);
 	evbuffer_add(out, "\r\n", 2);
-	const struct proxy_head *h = &f->req.h;
-	for (uint32_t i = 0; i < h->nfields; i++) {
-		const struct proxy_hfield *fl = &h->fields[i];
-		if (proxy_h1_hop_by_hop(h, fl) || proxy_h1_name_is(h, fl, "host"))
-			continue;
-		evbuffer_add(out, h->arena + fl->name, fl->name_len);
-		evbuffer_add(out, ": ", 2);
-		evbuffer_add(out, h->arena + fl->value, fl->value_len);
-		evbuffer_add(out, "\r\n", 2);
-	}
+	copy_fields(out, &f->req.h, 1);
 	if (f->upgrade)
 		evbuffer_add(out, "Connection: upgrade\r\nUpgrade: websocket\r\n", 41);
 	if (f->req_chunked)
@@ -453,15 +457,7 @@ static void build_response_head(struct proxy_conn *c, struct evbuffer *out)
 	evbuffer_add_printf(out, "HTTP/1.1 %u ", st);
 	evbuffer_add(out, h->arena + h->url, h->url_len);
 	evbuffer_add(out, "\r\n", 2);
-	for (uint32_t i = 0; i < h->nfields; i++) {
-		const struct proxy_hfield *fl = &h->fields[i];
-		if (proxy_h1_hop_by_hop(h, fl))
-			continue;
-		evbuffer_add(out, h->arena + fl->name, fl->name_len);
-		evbuffer_add(out, ": ", 2);
-		evbuffer_add(out, h->arena + fl->value, fl->value_len);
-		evbuffer_add(out, "\r\n", 2);
-	}
+	copy_fields(out, h, 0);
 	if (st == 101) {
 		evbuffer_add(out, "Connection: upgrade\r\nUpgrade: websocket\r\n\r\n", 43);
 		return;

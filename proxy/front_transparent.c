@@ -66,15 +66,6 @@ static void tr_established(struct proxy_conn *c)
 	(void)c; /* the client believes it reached its destination: nothing to say */
 }
 
-/* Refuses before the pipeline ran (no session yet): the record, then the answer. */
-static void refuse(struct proxy_conn *c, int status, const char *reason, const char *rule,
-        const char *detail)
-{
-	struct proxy_outcome o;
-	proxy_outcome_set(&o, status, reason, rule, "%s", detail);
-	proxy_deny(c, &o);
-}
-
 /* The request for the pipeline: a tunnel to name (or the address as a literal). */
 static int set_dest(struct proxy_conn *c, const char *name, enum allow_tunnel_kind kind)
 {
@@ -103,7 +94,7 @@ static void decide_literal(struct proxy_conn *c)
 			char rule[200];
 			snprintf(rule, sizeof rule, "no name for %s (no SNI, no Host, not a mapped address)",
 			        c->rq.orig_dst);
-			refuse(c, 403, "opaque-tunnel", rule,
+			proxy_refuse(c, 403, "opaque-tunnel", rule,
 			        "A redirected connection needs a name egressd can decide on: resolve it "
 			        "through egressd's DNS listener, or add the address to allowDomains");
 			return;
@@ -156,12 +147,12 @@ static void tr_start(struct proxy_conn *c)
 	            sizeof c->rq.orig_dst) == -1) {
 		char rule[120];
 		snprintf(rule, sizeof rule, "SO_ORIGINAL_DST: %s", strerror(errno));
-		refuse(c, 400, "bad-request", rule,
+		proxy_refuse(c, 400, "bad-request", rule,
 		        "The transparent listener takes only redirected connections");
 		return;
 	}
 	if (st->port == 0) {
-		refuse(c, 400, "bad-request", "original destination port 0",
+		proxy_refuse(c, 400, "bad-request", "original destination port 0",
 		        "The transparent listener takes only redirected connections");
 		return;
 	}
@@ -172,7 +163,7 @@ static void tr_start(struct proxy_conn *c)
 	                0) {
 		struct proxy_session *s = proxy_session_for_peer(c->srv, &c->peer);
 		if (s == NULL || strcmp(s->name, msession) != 0) {
-			refuse(c, 403, "host-not-allowed", "the mapped address stands for another "
+			proxy_refuse(c, 403, "host-not-allowed", "the mapped address stands for another "
 			                                   "session's name",
 			        "Resolve the name again through egressd's DNS listener");
 			return;
@@ -180,7 +171,7 @@ static void tr_start(struct proxy_conn *c)
 		if (dns_map_ref(c->srv->dnsmap, st->orig.addr, proxy_now_ms()) == 0)
 			st->mapped = 1;
 		if (set_dest(c, mname, ALLOW_TUNNEL_UNKNOWN) == -1) {
-			refuse(c, 400, "bad-request", "the mapped name is not a host name",
+			proxy_refuse(c, 400, "bad-request", "the mapped name is not a host name",
 			        "Resolve the name again through egressd's DNS listener");
 			return;
 		}
@@ -259,13 +250,13 @@ static void tr_read(struct proxy_conn *c)
 	switch (r) {
 	case PROXY_SNI_NEED_MORE:
 		if (look >= PROXY_SNI_PEEK_MAX || c->client.eof)
-			refuse(c, 403, "tls-invalid", "TLS ClientHello larger than egressd reads",
+			proxy_refuse(c, 403, "tls-invalid", "TLS ClientHello larger than egressd reads",
 			        "The tunnel's first bytes must be a readable TLS ClientHello");
 		return;
 	case PROXY_SNI_BAD: {
 		char rule[200];
 		snprintf(rule, sizeof rule, "TLS ClientHello: %s", why != NULL ? why : "malformed");
-		refuse(c, 403, "tls-invalid", rule,
+		proxy_refuse(c, 403, "tls-invalid", rule,
 		        "The tunnel's first bytes must be a readable TLS ClientHello");
 		return;
 	}
@@ -273,7 +264,7 @@ static void tr_read(struct proxy_conn *c)
 		if (set_dest(c, name, ALLOW_TUNNEL_TLS) == -1) {
 			char rule[320];
 			snprintf(rule, sizeof rule, "TLS SNI \"%s\" is not a host name", name);
-			refuse(c, 403, "tls-invalid", rule,
+			proxy_refuse(c, 403, "tls-invalid", rule,
 			        "The tunnel's first bytes must be a TLS ClientHello naming a host");
 			return;
 		}
@@ -286,7 +277,7 @@ static void tr_read(struct proxy_conn *c)
 		break;
 	}
 	if (st->port == 443) {
-		refuse(c, 403, "tls-invalid", "port 443 carries only TLS",
+		proxy_refuse(c, 403, "tls-invalid", "port 443 carries only TLS",
 		        "The tunnel's first bytes must be a TLS ClientHello");
 		return;
 	}

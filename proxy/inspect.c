@@ -27,21 +27,13 @@
 #include "proxy/proxy.h"
 #include "proxy/tlsctx.h"
 
-static void refuse(struct proxy_conn *c, int status, const char *reason, const char *rule,
-        const char *detail)
-{
-	struct proxy_outcome o;
-	proxy_outcome_set(&o, status, reason, rule, "%s", detail);
-	proxy_deny(c, &o);
-}
-
 void proxy_inspect_start(struct proxy_conn *c)
 {
 	const struct proxy_tls *tls = c->srv->gen->tls;
 	if (tls == NULL || tls->client == NULL || tls->upstream == NULL) {
 		char rule[ALLOW_HOST_BUF + 64];
 		snprintf(rule, sizeof rule, "inspect: %s (no tls.ca)", c->rq.dest.host);
-		refuse(c, 403, "inspection-required", rule,
+		proxy_refuse(c, 403, "inspection-required", rule,
 		        "Name an inspection CA in tls.ca (egressd ca init DIR makes one)");
 		return;
 	}

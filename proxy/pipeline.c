@@ -35,6 +35,29 @@ void proxy_outcome_set(struct proxy_outcome *o, int status, const char *reason, 
 	}
 }
 
+void proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *rule,
+        const char *detail)
+{
+	struct proxy_outcome o;
+	proxy_outcome_set(&o, status, reason, rule, "%s", detail);
+	proxy_deny(c, &o);
+}
+
+/* An allow_decide or allow_tunnel_decide denial as an outcome. */
+static void decision_outcome(struct proxy_outcome *o, const struct allow_decision *d,
+        const char *session)
+{
+	proxy_outcome_set(o, 403, allow_reason_code(d->reason), d->rule,
+	        "To allow it, %s in session %s", d->hint[0] ? d->hint : "change the bound", session);
+}
+
+void proxy_refuse_decision(struct proxy_conn *c, const struct allow_decision *d)
+{
+	struct proxy_outcome o;
+	decision_outcome(&o, d, c->session->name);
+	proxy_deny(c, &o);
+}
+
 /* ---- decision records ---- */
 
 /* Fills r with what the connection's request says: event, front, session, client, method, host,
@@ -410,8 +433,7 @@ static int decide(struct proxy_conn *c, struct proxy_outcome *o)
 		allow_tunnel_decide(&sc->bound, &c->rq.dest, c->rq.kind, &inspect, &d);
 	}
 	if (d.reason != ALLOW_OK) {
-		proxy_outcome_set(o, 403, allow_reason_code(d.reason), d.rule, "To allow it, %s in session %s",
-		        d.hint[0] ? d.hint : "change the bound", sc->name);
+		decision_outcome(o, &d, sc->name);
 		return -1;
 	}
 	free(c->rq.rule);

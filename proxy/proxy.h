@@ -431,6 +431,11 @@ void proxy_pipeline_run(struct proxy_conn *c);
 void proxy_pipeline_connected(struct proxy_conn *c);
 /* Writes the deny record of o and renders o through c->answer. */
 void proxy_deny(struct proxy_conn *c, const struct proxy_outcome *o);
+/* proxy_deny of a new outcome: status, reason, rule and detail (a sentence, not a format). */
+void proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *rule,
+        const char *detail);
+/* proxy_deny of a policy decision's denial (403, its reason, rule, and how to allow it). */
+void proxy_refuse_decision(struct proxy_conn *c, const struct allow_decision *d);
 /* Builds an outcome; rule and detail are printf-style texts (NULL: empty). */
 void proxy_outcome_set(struct proxy_outcome *o, int status, const char *reason, const char *rule,
         const char *detail_fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -34,21 +34,11 @@ void proxy_tunnel_free(struct proxy_conn *c)
 	c->peek = NULL;
 }
 
-/* Refuses the tunnel: in the front door's protocol before the success answer, by a close (with
- * its record) after it. */
+/* A refusal is rendered in the front door's protocol before the success answer, by a close
+ * (with its record) after it: proxy_deny through c->answer. */
 static void refuse(struct proxy_conn *c, const char *reason, const char *rule, const char *hint)
 {
-	struct proxy_outcome o;
-	proxy_outcome_set(&o, 403, reason, rule, "%s", hint);
-	proxy_deny(c, &o);
-}
-
-static void refuse_decision(struct proxy_conn *c, const struct allow_decision *d)
-{
-	struct proxy_outcome o;
-	proxy_outcome_set(&o, 403, allow_reason_code(d->reason), d->rule,
-	        "To allow it, %s in session %s", d->hint, c->session->name);
-	proxy_deny(c, &o);
+	proxy_refuse(c, 403, reason, rule, hint);
 }
 
 static void send_established(struct proxy_conn *c)
@@ -127,7 +117,7 @@ static int judge_kind(struct proxy_conn *c, enum allow_tunnel_kind kind)
 	int inspect;
 	allow_tunnel_decide(&c->session->cfg->bound, &c->rq.dest, kind, &inspect, &d);
 	if (d.reason != ALLOW_OK) {
-		refuse_decision(c, &d);
+		proxy_refuse_decision(c, &d);
 		return -1;
 	}
 	c->peek->inspect = inspect;
