@@ -20,8 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Recorder, base_config, check, check_eq, make_cert, rerun_in_netns,
                      run_cases, skip)
 
-NO_NETNS = rerun_in_netns(addrs=("127.0.0.9/8",))
+NO_NETNS = rerun_in_netns(addrs=("127.0.0.9/8", "fd00::9/128"))
 CLIENT = "127.0.0.9"
+CLIENT6 = "fd00::9"
 
 HOSTS = {"origin.test": ["127.0.0.1"], "tls.test": ["127.0.0.1"], "evil.test": ["127.0.0.1"]}
 
@@ -195,6 +196,42 @@ def dns_query(port, name, qtype=1):
     return socket.inet_ntoa(a[-4:])
 
 
+def case_ipv6(h):
+    # An IPv6 connection redirected to an IPv6 transparent listener: the original destination
+    # comes from IP6T_SO_ORIGINAL_DST.
+    need_netns()
+    import re
+    origin = tls_origin(h)
+    cfg = base_config(HOSTS, session_bound={"allowDomains": ["tls.test:*"], "enforce": "sandbox"})
+    cfg["listen"]["transparent"] = ["[::1]:0"]
+    e = h.egressd(cfg)
+    check(e.wait_stderr(r"listening on \[::1\]:(\d+) \(listen\.transparent\)", 5),
+          "no IPv6 transparent listener line: %r" % e.stderr())
+    port = int(re.search(r"listening on \[::1\]:(\d+) \(listen\.transparent\)",
+                         e.stderr()).group(1))
+    rules = """
+table ip6 egressd_test6 {
+  chain out {
+    type nat hook output priority -100; policy accept;
+    ip6 saddr %s tcp dport != %d redirect to :%d
+  }
+}
+""" % (CLIENT6, port, port)
+    subprocess.run(["nft", "-f", "-"], input=rules.encode(), check=True, timeout=10)
+    h.add(None, lambda: subprocess.run(["nft", "delete", "table", "ip6", "egressd_test6"],
+                                       timeout=10, stderr=subprocess.DEVNULL))
+    subprocess.run(["ip", "-6", "route", "replace", "default", "dev", "lo"], check=True,
+                   timeout=10)
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((CLIENT6, 0))
+    s.connect(("2001:db8::99", origin.port))
+    got = tls_get(s, "tls.test")
+    check(got.startswith(b"HTTP/1.1 200"), "IPv6 through the transparent listener: %r" % got[:60])
+    rec = [r for r in records(e, "connect") if r["decision"] == "allow"]
+    check_eq([r["orig_dst"] for r in rec], ["[2001:db8::99]:%d" % origin.port], "orig_dst")
+
+
 def case_mapped_name(h):
     rec = h.add(Recorder(mode="tunnel", banner=b"SSH-2.0-mapped\r\n"))
     e = start(h, bound={"allowDomains": ["origin.test:*"], "enforce": "sandbox"},
@@ -236,4 +273,5 @@ if __name__ == "__main__":
         ("plain HTTP by its Host: allowed and an HTTP 403", case_http_by_host),
         ("no name: an address the bound names goes, another is opaque-tunnel", case_no_name),
         ("a mapped address names a connection with neither SNI nor Host", case_mapped_name),
+        ("IPv6: the original destination from IP6T_SO_ORIGINAL_DST", case_ipv6),
     ])
