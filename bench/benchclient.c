@@ -3,18 +3,23 @@
  * It is C (blocking sockets, OpenSSL) rather than Python so that the client costs microseconds
  * per fetch and never hides the proxy's added latency or caps a tunnel's throughput.
  *
- *   benchclient fetch --connect IP:PORT [--via none|connect|forward] [--tls] [--ca FILE]
- *                     --host NAME --port N --path P --count N --deadline SECONDS
+ *   benchclient fetch --connect IP:PORT [--via none|connect|forward|socks5] [--tls] [--ca FILE]
+ *                     [--bind IP] --host NAME --port N --path P --count N --deadline SECONDS
  *       N fetches, each on a new TCP connection (and a full TLS handshake with --tls; no
  *       session resumption); prints one JSON line with the latency distribution.
  *   benchclient get   (same options, no --count): one fetch; prints bytes, seconds and MiB/s.
  *   benchclient idle  --connect PROXY --host NAME --port N --path P --count N --deadline SECONDS
- *       opens N CONNECT tunnels, fetches P once through each (plain HTTP, keep-alive) and leaves
- *       them idle; prints {"open":K}; closes them all when a line (or EOF) arrives on standard
- *       input; prints {"closed":K}.
+ *                     [--tls --ca FILE] [--silent]
+ *       opens N CONNECT tunnels, fetches P once through each (plain HTTP, keep-alive; with --tls
+ *       over a TLS session inside the tunnel, as through an inspecting proxy) and leaves them
+ *       idle; with --silent sends nothing at all after the proxy's 200 (a tunnel the proxy still
+ *       holds waiting for its first bytes); prints {"open":K}; closes them all when a line (or
+ *       EOF) arrives on standard input; prints {"closed":K}.
  *
  * --connect is where the TCP connection goes (the proxy, or the origin for DIRECT); --host and
- * --port are the origin as written in the CONNECT line, the absolute URI and Host.  Every loop
+ * --port are the origin as written in the CONNECT line (or the SOCKS5 request, a domain name
+ * with no authentication), the absolute URI and Host.  --bind sets the connection's source
+ * address (the transparent figure's redirect rule matches it).  Every loop
  * stops at --count or --deadline, whichever comes first, and after 20 errors.  Exit status 0 when
  * at least one fetch (or tunnel) succeeded, 1 otherwise, 2 on usage errors. */
 #include <arpa/inet.h>
@@ -35,12 +40,14 @@ enum bc_via {
 	BC_VIA_NONE,    /* straight to the origin (DIRECT) */
 	BC_VIA_CONNECT, /* CONNECT host:port first, then the request inside the tunnel */
 	BC_VIA_FORWARD, /* plain forward proxying: the absolute URI on the request line */
+	BC_VIA_SOCKS5,  /* SOCKS5 CONNECT (RFC 1928, no authentication, the host as a name) */
 	BC_VIA_BAD,     /* an unknown --via value (a usage error) */
 };
 
 struct bc_opts {
 	const char *mode;              /* "fetch", "get" or "idle" */
 	struct sockaddr_in connect_to; /* TCP destination: proxy or origin */
+	struct sockaddr_in bind_to;    /* source address (--bind); sin_family 0: the kernel's */
 	enum bc_via via;               /* how the origin is reached through connect_to */
 	int tls;                       /* 1: TLS to the origin (inside the tunnel if any) */
 	const char *ca;                /* PEM file to verify the origin with; NULL: no check */
@@ -49,6 +56,7 @@ struct bc_opts {
 	const char *path;              /* request path, e.g. "/1k" */
 	long count;                    /* fetches or tunnels */
 	double deadline;               /* seconds from start after which loops stop */
+	int silent;                    /* idle: nothing after the 200 (first bytes never sent) */
 };
 
 struct bc_conn {
@@ -91,9 +99,17 @@ static int bc_parse_addr(const char *s, struct sockaddr_in *sa)
 	return inet_pton(AF_INET, ip, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
-/* A blocking TCP connection to sa with Nagle off (the client must not add delay of its own) and
- * I/O timeouts.  Returns the fd or -1 with errno set. */
-static int bc_tcp_open(const struct sockaddr_in *sa)
+/* Parses an IPv4 address (no port) into sa as a source address (port 0).  0 or -1. */
+static int bc_parse_ip(const char *s, struct sockaddr_in *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	return inet_pton(AF_INET, s, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+/* A blocking TCP connection to sa (from src when its family is set) with Nagle off (the client
+ * must not add delay of its own) and I/O timeouts.  Returns the fd or -1 with errno set. */
+static int bc_tcp_open(const struct sockaddr_in *sa, const struct sockaddr_in *src)
 {
 	struct timeval tv = {.tv_sec = BC_IO_TIMEOUT_S, .tv_usec = 0};
 	int one = 1;
@@ -104,6 +120,8 @@ static int bc_tcp_open(const struct sockaddr_in *sa)
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1 ||
 	        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
 	        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	        (src->sin_family == AF_INET &&
+	                bind(fd, (const struct sockaddr *)src, sizeof(*src)) == -1) ||
 	        connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == -1) {
 		int e = errno;
 
@@ -233,6 +251,76 @@ static int bc_connect_tunnel(struct bc_conn *c, const struct bc_opts *o)
 	return 0;
 }
 
+/* Reads exactly len bytes from c; 0, or -1 when the connection ends or fails first. */
+static int bc_read_exact(struct bc_conn *c, unsigned char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t r = bc_read(c, buf, len);
+
+		if (r <= 0)
+			return -1;
+		buf += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+/* SOCKS5 (RFC 1928) on c: a greeting offering no authentication, then CONNECT to o->host (as a
+ * domain name) and o->port; reads the whole reply, so nothing of it is left for the request.  0
+ * on reply code 0, else -1 with a message on stderr. */
+static int bc_socks5_tunnel(struct bc_conn *c, const struct bc_opts *o)
+{
+	static const unsigned char greeting[] = {5, 1, 0};
+	unsigned char req[4 + 1 + 255 + 2];
+	unsigned char rep[4 + 255 + 2];
+	size_t hl = strlen(o->host), n = 0, rest;
+
+	if (hl == 0 || hl > 255)
+		return -1;
+	if (bc_write_all(c, (const char *)greeting, sizeof(greeting)) == -1 ||
+	        bc_read_exact(c, rep, 2) == -1) {
+		fprintf(stderr, "benchclient: no answer to the SOCKS5 greeting\n");
+		return -1;
+	}
+	if (rep[0] != 5 || rep[1] != 0) {
+		fprintf(stderr, "benchclient: SOCKS5 greeting refused: %u %u\n", rep[0], rep[1]);
+		return -1;
+	}
+	req[n++] = 5; /* version */
+	req[n++] = 1; /* CONNECT */
+	req[n++] = 0; /* reserved */
+	req[n++] = 3; /* a domain name */
+	req[n++] = (unsigned char)hl;
+	memcpy(req + n, o->host, hl);
+	n += hl;
+	req[n++] = (unsigned char)(o->port >> 8);
+	req[n++] = (unsigned char)(o->port & 0xff);
+	if (bc_write_all(c, (const char *)req, n) == -1 || bc_read_exact(c, rep, 5) == -1) {
+		fprintf(stderr, "benchclient: no answer to the SOCKS5 request\n");
+		return -1;
+	}
+	if (rep[0] != 5 || rep[1] != 0) {
+		fprintf(stderr, "benchclient: SOCKS5 refused: reply %u\n", rep[1]);
+		return -1;
+	}
+	/* The bound address: 4 or 16 bytes, or a name whose length byte was the 5th read. */
+	switch (rep[3]) {
+	case 1:
+		rest = 4 - 1 + 2;
+		break;
+	case 4:
+		rest = 16 - 1 + 2;
+		break;
+	case 3:
+		rest = (size_t)rep[4] + 2;
+		break;
+	default:
+		fprintf(stderr, "benchclient: SOCKS5 reply with address type %u\n", rep[3]);
+		return -1;
+	}
+	return bc_read_exact(c, rep, rest);
+}
+
 static void bc_close(struct bc_conn *c)
 {
 	if (c->ssl != NULL) {
@@ -295,6 +383,21 @@ static int bc_exchange(struct bc_conn *c, const struct bc_opts *o, long long *by
 	return 0;
 }
 
+/* A TLS handshake over c's socket (inside its tunnel, if any) with SNI o->host, the name checked
+ * when a CA is given.  0, or -1 with a message on stderr (c->ssl is freed by bc_close). */
+static int bc_tls_start(struct bc_conn *c, const struct bc_opts *o, SSL_CTX *ctx)
+{
+	c->ssl = SSL_new(ctx);
+	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 ||
+	        SSL_set_tlsext_host_name(c->ssl, o->host) != 1 ||
+	        (o->ca != NULL && SSL_set1_host(c->ssl, o->host) != 1) || SSL_connect(c->ssl) != 1) {
+		fprintf(stderr, "benchclient: TLS handshake failed: %s\n",
+		        ERR_reason_error_string(ERR_get_error()));
+		return -1;
+	}
+	return 0;
+}
+
 /* One fetch of o->path on a new connection.  On success returns 0 and the body length in *bytes;
  * on failure -1 and a message on stderr.  The connection is always closed. */
 static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
@@ -302,24 +405,17 @@ static int bc_fetch(const struct bc_opts *o, SSL_CTX *ctx, long long *bytes)
 	struct bc_conn c = {.fd = -1, .ssl = NULL};
 	int rc = -1;
 
-	c.fd = bc_tcp_open(&o->connect_to);
+	c.fd = bc_tcp_open(&o->connect_to, &o->bind_to);
 	if (c.fd == -1) {
 		fprintf(stderr, "benchclient: connect: %s\n", strerror(errno));
 		return -1;
 	}
 	if (o->via == BC_VIA_CONNECT && bc_connect_tunnel(&c, o) == -1)
 		goto out;
-	if (o->tls) {
-		c.ssl = SSL_new(ctx);
-		if (c.ssl == NULL || SSL_set_fd(c.ssl, c.fd) != 1 ||
-		        SSL_set_tlsext_host_name(c.ssl, o->host) != 1 ||
-		        (o->ca != NULL && SSL_set1_host(c.ssl, o->host) != 1) ||
-		        SSL_connect(c.ssl) != 1) {
-			fprintf(stderr, "benchclient: TLS handshake failed: %s\n",
-			        ERR_reason_error_string(ERR_get_error()));
-			goto out;
-		}
-	}
+	if (o->via == BC_VIA_SOCKS5 && bc_socks5_tunnel(&c, o) == -1)
+		goto out;
+	if (o->tls && bc_tls_start(&c, o, ctx) == -1)
+		goto out;
 	rc = bc_exchange(&c, o, bytes);
 out:
 	bc_close(&c);
@@ -393,7 +489,7 @@ static int bc_mode_get(const struct bc_opts *o, SSL_CTX *ctx)
 	return 0;
 }
 
-static int bc_mode_idle(const struct bc_opts *o)
+static int bc_mode_idle(const struct bc_opts *o, SSL_CTX *ctx)
 {
 	struct bc_conn *conns = calloc((size_t)o->count, sizeof(*conns));
 	double start = bc_now();
@@ -405,7 +501,7 @@ static int bc_mode_idle(const struct bc_opts *o)
 		return 1;
 	while (n < o->count && errors < BC_MAX_ERRORS && bc_now() - start < o->deadline) {
 		conns[n].ssl = NULL;
-		conns[n].fd = bc_tcp_open(&o->connect_to);
+		conns[n].fd = bc_tcp_open(&o->connect_to, &o->bind_to);
 		if (conns[n].fd == -1) {
 			fprintf(stderr, "benchclient: connect: %s\n", strerror(errno));
 			errors++;
@@ -413,9 +509,11 @@ static int bc_mode_idle(const struct bc_opts *o)
 		}
 		/* One request through the tunnel first: an idle tunnel in real use is a keep-alive
 		 * connection that has carried traffic, and a proxy that inspects a tunnel's first
-		 * bytes has then decided and is relaying. */
+		 * bytes has then decided and is relaying.  --silent leaves it at the 200: the proxy
+		 * holds it while it waits for the first bytes. */
 		if (bc_connect_tunnel(&conns[n], o) == -1 ||
-		        bc_exchange(&conns[n], o, &bytes) == -1) {
+		        (!o->silent && o->tls && bc_tls_start(&conns[n], o, ctx) == -1) ||
+		        (!o->silent && bc_exchange(&conns[n], o, &bytes) == -1)) {
 			bc_close(&conns[n]);
 			errors++;
 			continue;
@@ -437,9 +535,9 @@ static int bc_mode_idle(const struct bc_opts *o)
 static void bc_usage(void)
 {
 	fprintf(stderr,
-	        "usage: benchclient fetch|get|idle --connect IP:PORT [--via none|connect|forward]"
-	        " [--tls] [--ca FILE] --host NAME --port N [--path P] [--count N] [--deadline "
-	        "S]\n");
+	        "usage: benchclient fetch|get|idle --connect IP:PORT"
+	        " [--via none|connect|forward|socks5] [--tls] [--ca FILE] [--bind IP] [--silent]"
+	        " --host NAME --port N [--path P] [--count N] [--deadline S]\n");
 }
 
 int main(int argc, char **argv)
@@ -461,6 +559,10 @@ int main(int argc, char **argv)
 			o.tls = 1;
 			continue;
 		}
+		if (strcmp(a, "--silent") == 0) {
+			o.silent = 1;
+			continue;
+		}
 		if (v == NULL) {
 			bc_usage();
 			return 2;
@@ -473,8 +575,15 @@ int main(int argc, char **argv)
 				o.via = BC_VIA_CONNECT;
 			else if (strcmp(v, "forward") == 0)
 				o.via = BC_VIA_FORWARD;
+			else if (strcmp(v, "socks5") == 0)
+				o.via = BC_VIA_SOCKS5;
 			else if (strcmp(v, "none") != 0)
 				o.via = BC_VIA_BAD;
+		} else if (strcmp(a, "--bind") == 0) {
+			if (bc_parse_ip(v, &o.bind_to) == -1) {
+				bc_usage();
+				return 2;
+			}
 		} else if (strcmp(a, "--ca") == 0) {
 			o.ca = v;
 		} else if (strcmp(a, "--host") == 0) {
@@ -506,6 +615,9 @@ int main(int argc, char **argv)
 	/* Every fetch pays a full handshake, as a new client of the proxy would. */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+	/* Thousands of idle TLS tunnels: the client holds no record buffers for them. */
+	if (strcmp(o.mode, "idle") == 0)
+		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	if (o.ca != NULL) {
 		if (SSL_CTX_load_verify_locations(ctx, o.ca, NULL) != 1) {
 			fprintf(stderr, "benchclient: cannot load %s\n", o.ca);
@@ -519,7 +631,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(o.mode, "get") == 0) {
 		rc = bc_mode_get(&o, ctx);
 	} else if (strcmp(o.mode, "idle") == 0) {
-		rc = bc_mode_idle(&o);
+		rc = bc_mode_idle(&o, ctx);
 	} else {
 		bc_usage();
 		rc = 2;
