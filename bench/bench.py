@@ -1160,7 +1160,7 @@ class Bench:
                               ca=self.insp_ca))
 
     def fig_exec(self, target, rep):
-        """Figure 11: what `egressd exec` and `egressd exec --isolate` add to starting a
+        """Figure 12: what `egressd exec` and `egressd exec --isolate` add to starting a
         command: `true` alone and under each, m["exec_runs"] times each after 3 warm-up runs
         (hyperfine -N, or, without hyperfine, a loop here that takes turns); the medians and
         the differences of the medians."""
@@ -1229,7 +1229,7 @@ class Bench:
                    "transp_transparent_tls", "transp_ratio_tls"]
 
     def fig_transparent(self, target, rep):
-        """Figure 12: 64 MiB through the transparent listener beside the same through CONNECT,
+        """Figure 13: 64 MiB through the transparent listener beside the same through CONNECT,
         plain HTTP and TLS, in a private network namespace (netns_child) with its own nginx and
         egressd, where an nft rule redirects the client's connections (from 127.0.0.9) to the
         transparent port."""
@@ -1264,7 +1264,7 @@ class Bench:
             "%s %.0f MiB/s" % (f, self.results[f][target][-1]) for f in res)))
 
     def fig_mint(self, target, rep):
-        """Figure 13: bench_mint (linked with egressd's proxy library): the first mint of the
+        """Figure 11: bench_mint (linked with egressd's proxy library): the first mint of the
         process, m["mints"] mints of new names (wall and CPU time) and as many cache hits."""
         figs = ["mint_first", "mint_median", "mint_p99", "mint_cpu_median", "mint_cpu_p99",
                 "mint_cached"]
