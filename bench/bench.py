@@ -68,18 +68,19 @@ SQUID_CERTGEN = "/usr/lib/squid/security_file_certgen"
 
 MODES = {
     # reps: repetitions of every figure; wrk_s: seconds per wrk run; gets: 64 MiB fetches per
-    # figure and repetition; fetches/fetch_s: the new-connection loop's count and time bound;
+    # figure and repetition (pair_gets: pairs of downloads whose ratio is a figure: SOCKS5 or
+    # transparent beside CONNECT); fetches/fetch_s: the new-connection loop's count and time bound;
     # tunnels/tunnel_s: idle (and first-bytes) tunnels and the time bound to open them;
     # insp_tunnels: idle inspected tunnels (each a TLS session in the proxy); decide_s: seconds
     # per pattern count in the policy micro-benchmark; dns_s: seconds of dnsperf per repetition;
     # exec_runs: runs of each command in the exec figure; mints: leaves bench_mint mints;
     # budget_s: the measurements (setup and the first builds of egressd come before it).
-    "full": dict(reps=3, wrk_s=5, gets=3, fetches=1000, fetch_s=90, tunnels=5000, tunnel_s=60,
-                 insp_tunnels=2000, decide_s=0.5, dns_s=10, exec_runs=100, mints=1000,
-                 budget_s=25 * 60),
-    "quick": dict(reps=1, wrk_s=2, gets=2, fetches=200, fetch_s=10, tunnels=2000, tunnel_s=15,
-                  insp_tunnels=300, decide_s=0.2, dns_s=3, exec_runs=20, mints=200,
-                  budget_s=240),
+    "full": dict(reps=3, wrk_s=5, gets=3, pair_gets=6, fetches=1000, fetch_s=90,
+                 tunnels=5000, tunnel_s=60, insp_tunnels=2000, decide_s=0.5, dns_s=10,
+                 exec_runs=100, mints=1000, budget_s=25 * 60),
+    "quick": dict(reps=1, wrk_s=2, gets=2, pair_gets=4, fetches=200, fetch_s=10,
+                  tunnels=2000, tunnel_s=15, insp_tunnels=300, decide_s=0.2, dns_s=3,
+                  exec_runs=20, mints=200, budget_s=360),
 }
 
 T0 = time.monotonic()
@@ -845,13 +846,15 @@ class Bench:
                 target, conns, self.results[fig][target][-1], w["p50_us"] / 1e3,
                 w["p99_us"] / 1e3))
 
-    def bulk(self, target, rep, runs):
-        """m["gets"] downloads of the 64 MiB file for each (fig, benchclient args) in runs, taking
-        turns (so that a pair compared in a ratio shares the machine's drift); records each
-        fig's total bytes over its total time.  Returns {fig: MiB/s}, without the figs one of
-        whose downloads failed (recorded as failures)."""
+    def bulk(self, target, rep, runs, count=None):
+        """count (default m["gets"]) downloads of the 64 MiB file for each (fig, benchclient
+        args) in runs, taking turns (so that a pair compared in a ratio shares the machine's
+        drift); records each fig's total bytes over its total time.  Returns ({fig: MiB/s},
+        {fig: [MiB/s of each download]}), without the figs one of whose downloads failed
+        (recorded as failures)."""
         tot = {fig: [0, 0.0] for fig, _ in runs}
-        for _ in range(self.m["gets"]):
+        each = {fig: [] for fig, _ in runs}
+        for _ in range(count or self.m["gets"]):
             for fig, args in runs:
                 if fig not in tot:
                     continue
@@ -865,6 +868,7 @@ class Bench:
                     continue
                 tot[fig][0] += out["bytes"]
                 tot[fig][1] += out["seconds"]
+                each[fig].append(out["bytes"] / 1048576 / out["seconds"])
         got = {}
         for fig, (total_b, total_s) in tot.items():
             got[fig] = total_b / 1048576 / total_s
@@ -872,12 +876,13 @@ class Bench:
             self.raw.append(dict(figure=fig, target=target, rep=rep, bytes=total_b,
                                  seconds=total_s))
             log("  %-11s %-15s %8.1f MiB/s" % (target, fig, got[fig]))
-        return got
+        return got, {fig: v for fig, v in each.items() if fig in got}
 
     def fig_bulk(self, target, rep):
         """Figure 2: 64 MiB through plain forwarding, a raw CONNECT tunnel and CONNECT+TLS; for
         a proxy with a SOCKS5 listener also through SOCKS5 tunnels (raw and TLS), each download
-        taking turns with the CONNECT one it is compared with, and the ratio of the two."""
+        taking turns with the CONNECT one it is compared with (m["pair_gets"] pairs), and the
+        median over the pairs of SOCKS5's MiB/s over CONNECT's."""
         http, tls = self.ports["http"], self.ports["tls"]
         socks = "socks5" in self.targets[target].get("ports", {})
         if target not in CONNECT_ONLY:
@@ -889,9 +894,9 @@ class Bench:
             runs = [(plain, self.client_args(target, port, "connect", use_tls))]
             if socks:
                 runs.append((tunnel, self.client_args(target, port, "socks5", use_tls)))
-            got = self.bulk(target, rep, runs)
-            if got.get(plain) and got.get(tunnel):
-                self.record(ratio_fig, target, got[tunnel] / got[plain])
+            _, each = self.bulk(target, rep, runs, self.m["pair_gets"] if socks else None)
+            if each.get(plain) and each.get(tunnel):
+                self.record(ratio_fig, target, pair_ratio(each[tunnel], each[plain]))
 
     def fig_fetch(self, target, rep):
         """Figure 3: the 1 KiB file over a new connection (CONNECT +) TLS, N times."""
@@ -1238,10 +1243,10 @@ class Bench:
             self.fail(figs, target, "skipped: " + self.netns_why)
             return
         params = os.path.join(self.tmp, "netns-params.json")
-        bound = 60 + self.m["gets"] * 4 * 30
+        bound = 60 + self.m["pair_gets"] * 4 * 30
         with open(params, "w") as f:
             json.dump(dict(exe=self.targets[target]["exe"], client=self.client, tmp=self.tmp,
-                           gets=self.m["gets"], bound=bound), f)
+                           gets=self.m["pair_gets"], bound=bound), f)
         argv = ["unshare", "-n", "--", sys.executable, os.path.abspath(__file__),
                 "--netns-child", params]
         rc, out, err = run_graceful(argv, bound + 30)
@@ -1252,14 +1257,13 @@ class Bench:
             self.fail(figs, target, "the namespace figure failed: %s" % (
                 res.get("error") or last_lines(err, 2)))
             return
-        for fig, (b, sec) in res.items():
+        for fig, (b, sec, _each) in res.items():
             self.record(fig, target, b / 1048576 / sec)
         for ratio_fig, a, b in (("transp_ratio", "transp_transparent", "transp_connect"),
                                 ("transp_ratio_tls", "transp_transparent_tls",
                                  "transp_connect_tls")):
             if a in res and b in res:
-                self.record(ratio_fig, target, self.results[a][target][-1] /
-                            self.results[b][target][-1])
+                self.record(ratio_fig, target, pair_ratio(res[a][2], res[b][2]))
         log("  %-11s in a namespace: %s" % (target, "  ".join(
             "%s %.0f MiB/s" % (f, self.results[f][target][-1]) for f in res)))
 
@@ -1357,6 +1361,12 @@ class Bench:
                     self.record(fig, t, a - b)
 
 
+def pair_ratio(a, b):
+    """The median over pairs of a[i] / b[i]: downloads that took turns, so each pair shared
+    the machine's load of its moment, and one disturbed pair cannot move the figure much."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
 def run_graceful(argv, timeout):
     """Runs argv (its own process group) for at most timeout seconds; then SIGTERM, so that a
     harness inside can stop what it started, and SIGKILL 15 s later.  Returns (rc, out, err)."""
@@ -1394,9 +1404,10 @@ def netns_child(params_file):
     """The transparent figure, run by `unshare -n` in a new network namespace: lo up, an nginx
     and an egressd of its own (configs from the same templates, files from the run's temp dir),
     an nft rule that redirects every TCP connection from NETNS_CLIENT to egressd's transparent
-    port, then m["gets"] downloads of 64 MiB of each kind, taking turns: through CONNECT and
-    transparently, plain HTTP and TLS.  Prints one JSON line {fig: [bytes, seconds]} or
-    {"error": why}; stops everything it started on any exit (the namespace goes with it)."""
+    port, then m["pair_gets"] downloads of 64 MiB of each kind, taking turns: through CONNECT
+    and transparently, plain HTTP and TLS.  Prints one JSON line {fig: [bytes, seconds, [MiB/s
+    of each download]]} or {"error": why}; stops everything it started on any exit (the
+    namespace goes with it)."""
     with open(params_file) as f:
         prm = json.load(f)
     signal.signal(signal.SIGALRM, on_signal)
@@ -1444,7 +1455,7 @@ def netns_child(params_file):
                 ("transp_transparent", args(ports["http"], False, True)),
                 ("transp_connect_tls", args(ports["tls"], True, False)),
                 ("transp_transparent_tls", args(ports["tls"], True, True))]
-        tot = {fig: [0, 0.0] for fig, _ in runs}
+        tot = {fig: [0, 0.0, []] for fig, _ in runs}
         for _ in range(prm["gets"]):
             for fig, a in runs:
                 r = run([prm["client"], "get", "--path", "/64m"] + a, 120)
@@ -1454,6 +1465,7 @@ def netns_child(params_file):
                         fig, last_lines(r.stderr, 1)))
                 tot[fig][0] += out["bytes"]
                 tot[fig][1] += out["seconds"]
+                tot[fig][2].append(out["bytes"] / 1048576 / out["seconds"])
         # The transparent downloads must have gone through egressd's transparent listener.
         with open(os.path.join(nd, "egressd-audit.jsonl")) as f:
             fronts = [json.loads(ln).get("front") for ln in f if '"connect"' in ln]

@@ -489,6 +489,10 @@ class TableTest(unittest.TestCase):
         self.assertEqual(self.row(t, "idle tunnels: KiB per tunnel")[-1], "yes")  # median 3.5
         self.assertIn("- a note", t)
 
+    def test_pair_ratio_is_the_median_of_each_pairs_ratio(self):
+        # One disturbed pair (the third) does not move it; a ratio of totals would.
+        self.assertAlmostEqual(bench.pair_ratio([95, 190, 10, 97], [100, 200, 100, 100]), 0.95)
+
     def test_old_column_flags_a_regression_beyond_the_noise(self):
         b = self.fake({"rps64": {"egressd": [900, 950, 1000], "egressd-old": [980, 1000, 1020]},
                        "bulk_connect": {"egressd": [700, 710, 720], "egressd-old": [900, 950,
