@@ -139,6 +139,11 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 		return bad(why, "a TLS record longer than TLS 1.3 allows");
 	switch (buf[0]) {
 	case REC_HANDSHAKE:
+		/* Before the server's hello a client sends a handshake message only to answer a
+		 * HelloRetryRequest (RFC 8446 4.1.2): one the server did not ask for would pair
+		 * the server's answers with the wrong hellos. */
+		if (s->hellos > s->retries)
+			return bad(why, "a client handshake message the server did not ask for");
 		return hello(s, buf, len, eof, n, name, namecap, why);
 	case REC_CCS:
 	case REC_ALERT:
@@ -222,6 +227,9 @@ static enum proxy_tscan_step server_tls(struct proxy_tscan *s, const uint8_t *bu
 						s->phase = PROXY_TSCAN_PH_OPEN;
 						return PROXY_TSCAN_OPEN;
 					}
+					/* RFC 8446 4.1.4: a client aborts on a second one. */
+					if (s->retries > 0)
+						return bad(why, "a second HelloRetryRequest");
 					s->retries++;
 				}
 				if (v->hs_left == 0) {
