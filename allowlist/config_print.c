@@ -122,7 +122,13 @@ static void print_tunnels(FILE *out, const struct allow_bound *b)
 			continue;
 		}
 		if (d.reason == ALLOW_OK) {
-			fprintf(out, "relayed after the first bytes are checked\n");
+			fprintf(out, "relayed after the first bytes are checked");
+			/* git push over ssh is ssh:write on the wire (section 4.5). */
+			if (kinds[k] == ALLOW_TUNNEL_SSH && (b->deny_actions & ALLOW_TAG_GIT_PUSH) &&
+			        !(b->deny_actions & ALLOW_TAG_SSH_WRITE))
+				fprintf(out, " (git push over ssh is ssh:write there, which is not "
+				             "denied: deny ssh:write too to stop it)");
+			fputc('\n', out);
 			continue;
 		}
 		if (d.reason == ALLOW_ACTION_DENIED || kinds[k] != ALLOW_TUNNEL_TLS) {
@@ -134,6 +140,12 @@ static void print_tunnels(FILE *out, const struct allow_bound *b)
 		char names[160];
 		allow_tags_format(b->deny_actions & allow_tunnel_carries(kinds[k]), ", ", names,
 		        sizeof names);
+		if (b->inspect != NULL && allow_set_count(b->inspect) > 0) {
+			fprintf(out, "inspected, each request decided inside TLS: ");
+			for (size_t i = 0; i < allow_set_count(b->inspect); i++)
+				fprintf(out, "%s%s", i ? ", " : "", allow_set_pattern(b->inspect, i));
+			fprintf(out, "\n    https (not inspected): ");
+		}
 		if (b->allow == NULL) {
 			fprintf(out, "refused as inspection-required to every host not in inspect (%s "
 			             "denied)",
