@@ -1014,18 +1014,6 @@ void cls_note_assign(struct cls_ctx *c, const struct cls_word *w)
 	c->assigns = a;
 }
 
-/* typeset and readonly (wrappers.c takes declare, export and local): their NAME=VALUE
- * arguments are assignments like any other. */
-static int t_declare(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
-{
-	(void)flags;
-	for (size_t i = 1; i < n; i++)
-		if (v[i].len > 0 && v[i].s[0] != '-' && v[i].s[0] != '+' &&
-		        memchr(v[i].s, '=', v[i].len) != NULL && cls_assignment(c, &v[i]) == -1)
-			return -1;
-	return 0;
-}
-
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 /* ---- package managers and registries ---------------------------------------------------- */
@@ -2709,14 +2697,12 @@ static const struct tool tools[] = {
         {"poetry", t_poetry},
         {"pypy", t_python},
         {"python", t_python},
-        {"readonly", t_declare},
         {"ruby", t_ruby},
         {"skopeo", t_skopeo},
         {"socat", t_socat},
         {"telnet", t_telnet},
         {"tftp", t_tftp},
         {"twine", t_twine},
-        {"typeset", t_declare},
         {"websocat", t_websocat},
         {"yarn", t_yarn},
         {"yum", t_dnf},

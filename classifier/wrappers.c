@@ -1798,8 +1798,7 @@ static int w_declare(struct cls_ctx *c, struct run *r)
 		        cls_assignment(c, w) == -1)
 			return -1;
 	}
-	/* tools.c notes the registry variables among them */
-	return cls_rule_tools(c, r->v, r->n, r->flags) == -1 ? -1 : 0;
+	return 0; /* cls_assignment also notes the registry variables among them (tools.c) */
 }
 
 /* mapfile/readarray -C CALLBACK runs CALLBACK as a command every -c lines */
