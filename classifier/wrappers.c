@@ -1720,8 +1720,8 @@ static int w_trap(struct cls_ctx *c, struct run *r)
 		k++;
 	if (k + 1 >= r->n || (r->v[k].len > 0 && r->v[k].s[0] == '-' && r->v[k].len > 1))
 		return 0;
-	/* the action runs later, on the signal or at exit */
-	return run_word_script(c, &r->v[k], "trap action", 0);
+	/* the action runs later, on the signal or at exit, with the shell's standard input */
+	return run_word_script(c, &r->v[k], "trap action", r->flags);
 }
 
 /* shopt [-pqsuo] NAME...: -s with expand_aliases (bundled as -qs too) turns aliases on */

@@ -81,6 +81,7 @@ def main():
         except OSError:
             pass
         timeout = False
+        t0 = time.monotonic()
         try:
             subprocess.run(["/bin/bash", "-c", lines[i]], cwd="/tmp/w", env=env,
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -90,7 +91,8 @@ def main():
         except (OSError, ValueError):
             pass
         settle(time.monotonic() + 0.2)
-        out.write(json.dumps({"i": i, "calls": read_calls(), "timeout": timeout}) + "\n")
+        out.write(json.dumps({"i": i, "calls": read_calls(), "timeout": timeout,
+                              "t": round(time.monotonic() - t0, 3)}) + "\n")
         out.flush()
 
 

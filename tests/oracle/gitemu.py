@@ -49,7 +49,7 @@ def run(cmd, args=(), pipe=True):
     # alias shares git's own standard input
     extra = {"input": b""} if pipe else {"stdin": None}
     subprocess.run(["/bin/sh", "-c", cmd + ' "$@"', "sh", *args], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=5, **extra)
+                   stderr=subprocess.DEVNULL, timeout=0.5, **extra)
 
 
 def ext_argv(spec):

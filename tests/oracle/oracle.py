@@ -32,6 +32,15 @@ SKIP = 77
 # Programs the stubs stand for (those the classifier has rules for).
 STUB_NAMES = ["git", "curl", "wget", "http", "https", "xh", "xhs", "gh", "ssh", "scp", "sftp",
               "rsync", "dig", "host", "nslookup", "busybox"]
+# Other network programs (tools.c's): stubbed so that nothing of theirs runs or waits in the
+# sandbox; the oracle derives no tag from them (their answers are checked by their tables).
+QUIET_STUBS = ["npm", "npx", "pnpm", "yarn", "bun", "bunx", "pip", "pip3", "pipx", "uv", "uvx",
+               "poetry", "cargo", "go", "gem", "bundle", "bundler", "composer", "apt", "apt-get",
+               "aptitude", "dnf", "yum", "microdnf", "apk", "brew", "docker", "podman",
+               "nerdctl", "buildah", "skopeo", "helm", "aws", "gsutil", "gcloud", "az",
+               "kubectl", "twine", "hatch", "flit", "nc", "ncat", "netcat", "socat", "telnet",
+               "ftp", "lftp", "tftp", "websocat", "grpcurl", "deno", "vim", "vi", "nano",
+               "emacs", "less", "more"]
 GIT_CORE = "/usr/lib/git-core"
 
 # ---- deriving the tags that really ran from a stub's argv ----------------------------------
@@ -309,11 +318,11 @@ class Sandbox:
                 f.write(image + b"\nORACLE-ID:" + ident.encode() + b"\n")
             os.chmod(path, 0o755)
 
-        for name in STUB_NAMES:
+        for name in STUB_NAMES + QUIET_STUBS:
             make(os.path.join(self.bin, name), name)
             for d in ("/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin", "/sbin"):
                 p = os.path.join(d, name)
-                if os.path.isfile(p) and not os.path.islink(d):
+                if os.path.isfile(p) and not os.path.islink(p) and not os.path.islink(d):
                     self.binds.append((os.path.join(self.bin, name), p))
         if os.path.isdir(GIT_CORE):
             # the whole folder is replaced: its programs are hard links of one file, and a
@@ -330,11 +339,12 @@ class Sandbox:
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def argv(self, inner):
+    def argv(self, inner, out=None):
         a = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
              "--tmpfs", "/tmp", "--unshare-all", "--unshare-user", "--uid", "65534",
              "--gid", "65534", "--die-with-parent", "--new-session",
-             "--ro-bind", self.bin, "/tmp/.oracle-bin", "--bind", self.out, "/tmp/.oracle-out"]
+             "--ro-bind", self.bin, "/tmp/.oracle-bin", "--bind", out or self.out,
+             "/tmp/.oracle-out"]
         for src, dst in self.binds:
             a += ["--ro-bind", src, dst]
         return a + ["--"] + inner
@@ -353,10 +363,33 @@ class Sandbox:
                 p.stderr.decode("utf-8", "replace").strip()[:200]
         return None
 
-    def run(self, lines):
-        """What each line ran: a list of call lists, one per line."""
-        inp = os.path.join(self.out, "lines.json")
-        res = os.path.join(self.out, "results.jsonl")
+    def run(self, lines, jobs=2):
+        """What each line ran: a list of call lists, one per line.  Long lists run in two
+        sandboxes at once (the CI machine has two cores)."""
+        self.times = {}
+        if jobs < 2 or len(lines) < 100:
+            return self.run_one(lines, self.out, 0)
+        import threading
+        half = len(lines) // 2
+        parts = [(lines[:half], 0), (lines[half:], half)]
+        results = [None, None]
+
+        def work(k):
+            d = os.path.join(self.out, str(k))
+            os.makedirs(d, exist_ok=True)
+            os.chmod(d, 0o777)
+            results[k] = self.run_one(parts[k][0], d, parts[k][1])
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return results[0] + results[1]
+
+    def run_one(self, lines, out, base):
+        inp = os.path.join(out, "lines.json")
+        res = os.path.join(out, "results.jsonl")
         with open(inp, "w") as f:
             json.dump(lines, f)
         got = {}
@@ -366,7 +399,8 @@ class Sandbox:
                 os.unlink(res)
             subprocess.run(self.argv(["/usr/bin/python3", os.path.join(HERE, "driver.py"),
                                       "/tmp/.oracle-out/lines.json", str(start),
-                                      "/tmp/.oracle-out/results.jsonl", "/tmp/.oracle-bin"]),
+                                      "/tmp/.oracle-out/results.jsonl", "/tmp/.oracle-bin"],
+                                     out),
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=60 + 10 * (len(lines) - start))
             last = start - 1
@@ -378,6 +412,7 @@ class Sandbox:
                         except ValueError:
                             continue
                         got[r["i"]] = r["calls"]
+                        self.times[base + r["i"]] = r.get("t", 0)
                         last = max(last, r["i"])
             # a line that killed the driver (kill -9 -1, ...) is skipped with no calls
             if last + 1 < len(lines) and (last + 1) not in got:
@@ -439,6 +474,9 @@ def cmd_table(a, sb):
     ran = sum(1 for cs in calls if cs)
     for f in findings:
         show(*f)
+    slow = sorted(sb.times.items(), key=lambda kv: -kv[1])[:a.slowest]
+    for i, t in slow:
+        print(f"slow: {t:.2f} s: {lines[i]!r}")
     print(f"oracle: {len(lines)} table lines run under bash in {time.monotonic() - t0:.1f} s, "
           f"{ran} called a stub, {len(findings)} findings")
     return 1 if findings else 0
@@ -511,6 +549,7 @@ def main():
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default="oracle-findings.jsonl")
+    ap.add_argument("--slowest", type=int, default=0)
     ap.add_argument("files", nargs="*")
     a = ap.parse_intermixed_args()
     a.lines = a.files
