@@ -94,6 +94,15 @@ static int carrying(const struct proxy_conn *c)
 	       c->client.state == PROXY_CLIENT_TUNNEL;
 }
 
+/* What the session's expiry ends (docs/design.md 4.4): a connection that carries bytes, and a
+ * plain-HTTP tunnel between its requests, which is still an open tunnel. */
+static int ends_at_expiry(const struct proxy_conn *c)
+{
+	return c->session != NULL &&
+	       (carrying(c) || (c->client.state == PROXY_CLIENT_REQUEST &&
+	                               (c->rq.tunnel || c->rq.fixed_upstream)));
+}
+
 /* The nearest deadline: the client's (a head, an answer), the upstream's connect, the idle
  * timeout of a connection that carries bytes, and the session's expiry, which ends what a
  * connection carries (docs/design.md 4.4). */
@@ -108,11 +117,11 @@ static uint64_t next_deadline(const struct proxy_conn *c)
 		uint64_t idle = c->last_active_ms + c->srv->gen->cfg->limits.idle_timeout_ms;
 		if (idle < d)
 			d = idle;
-		if (c->session != NULL) {
-			uint64_t e = proxy_session_expiry(c->session);
-			if (e < d)
-				d = e;
-		}
+	}
+	if (ends_at_expiry(c)) {
+		uint64_t e = proxy_session_expiry(c->session);
+		if (e < d)
+			d = e;
 	}
 	return d;
 }
@@ -752,7 +761,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 		proxy_deny(c, &o);
 		return;
 	}
-	if (carrying(c) && c->session != NULL && now >= proxy_session_expiry(c->session)) {
+	if (ends_at_expiry(c) && now >= proxy_session_expiry(c->session)) {
 		proxy_conn_close(c, "session-expired");
 		return;
 	}
@@ -798,8 +807,15 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- accept ---- */
 
-static void reject_busy(int fd, const char *rule)
+/* A connection refused at accept (limit-clients): an HTTP client gets a one-line 503; a SOCKS5
+ * client, which has not even sent its greeting, could read no answer in its protocol and gets
+ * the close alone. */
+static void reject_busy(int fd, const struct proxy_listener *l, const char *rule)
 {
+	if (l->kind != PROXY_LISTEN_HTTP) {
+		close(fd);
+		return;
+	}
 	char head[512];
 	static const char body[] = "egressd is serving as many connections as it may; try again "
 	                           "shortly.\n";
@@ -874,7 +890,7 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	}
 	const struct allow_global_limits *lim = &srv->gen->cfg->limits;
 	if (srv->nconns >= lim->max_clients) {
-		reject_busy(fd, "limits.maxClients");
+		reject_busy(fd, l, "limits.maxClients");
 		return;
 	}
 	/* The descriptors egressd holds (sockets, parked upstreams, splice pipes) plus what this
@@ -882,7 +898,7 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 	if (srv->fd_limit != 0 &&
 	        srv->nsockets + 2 * (uint64_t)proxy_splice_pipes() + FDS_PER_CONN + FD_SPARE >
 	                srv->fd_limit) {
-		reject_busy(fd, "the descriptor limit (ulimit -n)");
+		reject_busy(fd, l, "the descriptor limit (ulimit -n)");
 		return;
 	}
 	struct dns_addr peer;
@@ -892,7 +908,7 @@ void proxy_conn_accept(struct proxy_server *srv, int fd, const struct sockaddr *
 		return;
 	}
 	if (proxy_source_add(srv, &peer) == -1) {
-		reject_busy(fd, "limits.maxClientsPerSource");
+		reject_busy(fd, l, "limits.maxClientsPerSource");
 		return;
 	}
 	struct proxy_conn *c = calloc(1, sizeof *c);

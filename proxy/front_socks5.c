@@ -63,7 +63,9 @@ static void socks_denied(struct proxy_conn *c, const struct proxy_outcome *o)
 		return;
 	}
 	reply(c, code_of(o));
-	proxy_conn_finish(c, strcmp(o->reason, "limit-bytes") == 0 ? "limit-bytes" : "denied");
+	/* A refusal ends the connection as "denied", whatever its reason, as the HTTP door's
+	 * answers do (a spent session's 429 included). */
+	proxy_conn_finish(c, "denied");
 }
 
 static void socks_established(struct proxy_conn *c)
@@ -106,6 +108,7 @@ static void greeting(struct proxy_conn *c, struct socks_state *st, struct evbuff
 	if (r == PROXY_SOCKS5_MORE)
 		return;
 	c->rq.front = "socks5";
+	c->rq.tunnel = 1; /* every record of this door is a tunnel's: event connect */
 	if (r == PROXY_SOCKS5_BAD) {
 		malformed(c, "bad-request", why, 0x01);
 		return;
@@ -192,8 +195,6 @@ static void request(struct proxy_conn *c, struct socks_state *st, struct evbuffe
 		return;
 	}
 	evbuffer_drain(in, used);
-	st->phase = SOCKS_DONE;
-	c->rq.tunnel = 1;
 	enum allow_canon_err err = allow_canon_host(r.host, strlen(r.host), &c->rq.dest);
 	if (err != ALLOW_CANON_OK || r.port == 0) {
 		char rule[300];
@@ -212,6 +213,7 @@ static void request(struct proxy_conn *c, struct socks_state *st, struct evbuffe
 		return;
 	}
 	c->rq.kind = r.port == 443 ? ALLOW_TUNNEL_TLS : ALLOW_TUNNEL_UNKNOWN;
+	st->phase = SOCKS_DONE;
 	proxy_pipeline_run(c);
 }
 

@@ -67,7 +67,8 @@ static void record_base(struct proxy_conn *c, struct audit_rec *r, char *action_
 	audit_rec_init(r);
 	r->event = c->rq.tunnel ? "connect" : "request";
 	r->conn = c->id;
-	r->front = c->rq.front;
+	/* A head egressd could not read never named its front: the listener's door did. */
+	r->front = c->rq.front != NULL ? c->rq.front : c->front->name;
 	r->session = c->session ? c->session->name : NULL;
 	r->client = c->client_text;
 	if (!c->rq.tunnel && c->rq.method[0])
@@ -429,8 +430,13 @@ static int decide(struct proxy_conn *c, struct proxy_outcome *o)
 	}
 	allow_decide(&sc->bound, &c->rq.dest, c->rq.tunnel ? 0 : c->rq.action, &d);
 	if (d.reason == ALLOW_OK && c->rq.tunnel) {
+		/* A tunnel that may carry something keeps the rule that allowed its host, for its
+		 * record, as a forwarded request's does. */
+		struct allow_decision td;
 		int inspect;
-		allow_tunnel_decide(&sc->bound, &c->rq.dest, c->rq.kind, &inspect, &d);
+		allow_tunnel_decide(&sc->bound, &c->rq.dest, c->rq.kind, &inspect, &td);
+		if (td.reason != ALLOW_OK)
+			d = td;
 	}
 	if (d.reason != ALLOW_OK) {
 		decision_outcome(o, &d, sc->name);
