@@ -7,7 +7,7 @@
 - A raw byte relay through CONNECT (stdin to the origin, the origin's echo to stdout, exit 0),
   the proxy taken from HTTPS_PROXY with the session's credentials in it.
 - A denial: exit 1, X-Egressd-Reason and the body's line on standard error, nothing sent on.
-- SOCKS5 (socks5h://): needs listen.socks5; reported SKIPPED while this egressd has none.
+- SOCKS5 (socks5h://) through egressd's own listen.socks5.
 
 sshd runs as the user running the test; when that user's login shell cannot run commands
 (nobody's nologin), the ssh cases are SKIPPED with that reason.
@@ -24,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (EGRESSD_BIN, TestFailure, base_config, check,  # noqa: F401
                      check_audit_log, check_eq, clean_env, closed_port, echo_handler, run_cases,
-                     run_egressd, skip, to_yaml)
+                     skip)
 
 SSHD = "/usr/sbin/sshd"
 
@@ -284,30 +284,16 @@ def case_socks5_client(h):
           "ruleset)" in r.stderr.decode(), "refusal message: %r" % r.stderr)
 
 
-def socks5_config(h, bound):
-    """A config with a SOCKS5 listener on a free port, or Skipped while egressd has none."""
-    cfg = base_config(HOSTS, bound)
-    port = closed_port()
-    cfg["listen"]["socks5"] = ["127.0.0.1:%d" % port]
-    path = os.path.join(h.tmp, "socks5-probe.yaml")
-    with open(path, "w") as f:
-        f.write(to_yaml(cfg) + "\n")
-    r = run_egressd(["check", "-c", path])
-    if r.returncode != 0:
-        skip("this egressd has no listen.socks5 yet (egressd check: %s)"
-                      % r.stderr.strip().splitlines()[0])
-    return cfg, port
-
-
 def case_socks5(h):
+    """egressd connect through egressd's own listen.socks5: relayed when allowed, reply 2 when
+    the bound refuses the host."""
     origin = h.raw(echo_handler)
-    cfg, port = socks5_config(h, sandbox("echo.test"))
-    h.egressd(cfg)
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except OSError as e:
-        skip("egressd takes listen.socks5 but nothing listens on 127.0.0.1:%d (%s): "
-                      "this egressd opens no SOCKS5 listener yet" % (port, e))
+    cfg = base_config(HOSTS, sandbox("echo.test"))
+    cfg["listen"]["socks5"] = ["127.0.0.1:0"]
+    e = h.egressd(cfg)
+    line = e.wait_stderr(r"listening on 127\.0\.0\.1:\d+ \(listen\.socks5\)", 5)
+    check(line, "no SOCKS5 listener: %s" % e.stderr())
+    port = int(line.split(":")[-1].split(" ")[0])
     r = run([EGRESSD_BIN, "connect", "--proxy", "socks5h://127.0.0.1:%d" % port, "echo.test",
              str(origin.port)], stdin=b"through socks")
     check_eq((r.returncode, r.stdout), (0, b"through socks"), "SOCKS5 relay (%r)" % r.stderr)
