@@ -117,6 +117,14 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 			}
 			if (s->port443)
 				return bad(why, "port 443 carries only TLS");
+			/* An SSH client sends its identification line without waiting for the
+			 * server's (RFC 4253 4.2; OpenSSH does): it waits until the server's first
+			 * bytes tell whether the server speaks SSH too. */
+			size_t m = len < 4 ? len : 4;
+			if (memcmp(buf, "SSH-", m) == 0 && (m == 4 || !eof)) {
+				s->client_ssh = m == 4;
+				return PROXY_TSCAN_MORE;
+			}
 			int h = looks_http(buf, len);
 			if (h == -1 && !eof)
 				return PROXY_TSCAN_MORE;
@@ -155,6 +163,12 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 	default:
 		return bad(why, "a TLS record of a type no client sends before the server's hello");
 	}
+}
+
+void proxy_tscan_server_silent(struct proxy_tscan *s)
+{
+	s->kind = ALLOW_TUNNEL_OTHER;
+	s->phase = PROXY_TSCAN_PH_OPEN;
 }
 
 void proxy_tscan_passed(struct proxy_tscan *s, size_t n)
@@ -254,9 +268,9 @@ enum proxy_tscan_step proxy_tscan_server(struct proxy_tscan *s, const uint8_t *b
 	if (len == 0 || s->phase == PROXY_TSCAN_PH_OPEN)
 		return PROXY_TSCAN_MORE;
 	if (s->phase == PROXY_TSCAN_PH_FIRST) {
-		/* The client's first bytes decide when it spoke; a server that speaks first tells
-		 * the kind itself. */
-		if (client_spoke || s->kind != ALLOW_TUNNEL_UNKNOWN)
+		/* The client's first bytes decide when it spoke, unless they were an SSH
+		 * identification line; a server that speaks first tells the kind itself. */
+		if ((client_spoke && !s->client_ssh) || s->kind != ALLOW_TUNNEL_UNKNOWN)
 			return PROXY_TSCAN_MORE;
 		if (s->port443)
 			return bad(why, "the server spoke first on port 443, which carries only TLS");

@@ -42,6 +42,8 @@ struct proxy_tscan {
 	int port443;                     /* port 443 carries only TLS */
 	unsigned hellos;                 /* ClientHellos seen */
 	unsigned retries;                /* HelloRetryRequests seen */
+	int client_ssh;                  /* the client spoke first with an SSH identification
+	                                    line: its bytes wait for the server's first ones */
 	struct proxy_tscan_server srv;
 };
 
@@ -68,10 +70,14 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 /* The caller sent the n bytes of a HELLO. */
 void proxy_tscan_passed(struct proxy_tscan *s, size_t n);
 
+/* The server stayed silent behind a client's SSH identification line until the deadline: the
+ * client's bytes alone decide, and they are opaque (OTHER). */
+void proxy_tscan_server_silent(struct proxy_tscan *s);
+
 /* Server bytes, each exactly once, in order (they go to the client after this call unless it
  * says BAD).  client_spoke: the client sent a byte already.  Returns MORE, KIND (the server
- * spoke first: SSH or OTHER), OPEN (the ServerHello came: the name can no longer change) or
- * BAD. */
+ * spoke first, or answered a client's SSH identification line: SSH or OTHER), OPEN (the
+ * ServerHello came: the name can no longer change) or BAD. */
 enum proxy_tscan_step proxy_tscan_server(struct proxy_tscan *s, const uint8_t *buf, size_t len,
         int client_spoke, const char **why);
 

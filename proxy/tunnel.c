@@ -236,6 +236,10 @@ static void step(struct proxy_conn *c)
 				proxy_conn_close(c, "client-closed");
 				return;
 			}
+			/* An SSH identification line from the client: server bytes already held
+			 * now decide the kind. */
+			if (p->scan.client_ssh && p->scan.kind == ALLOW_TUNNEL_UNKNOWN && ulen > 0)
+				continue;
 			goto wait;
 		case PROXY_TSCAN_KIND:
 			if (judge_kind(c, p->scan.kind) == -1)
@@ -293,6 +297,13 @@ wait:
 		c->client.deadline_ms = 0;
 	} else if (c->client.deadline_ms == 0) {
 		c->client.deadline_ms = now + c->srv->gen->cfg->limits.header_timeout_ms;
+	} else if (now >= c->client.deadline_ms && p->scan.client_ssh) {
+		/* No SSH server answered the client's identification line: its bytes are opaque. */
+		proxy_tscan_server_silent(&p->scan);
+		if (judge_kind(c, p->scan.kind) == -1)
+			return;
+		proxy_tunnel_relay(c);
+		return;
 	} else if (now >= c->client.deadline_ms) {
 		refuse(c, "tls-invalid", "TLS ClientHello incomplete within limits.headerTimeout",
 		        "The tunnel's first bytes must arrive within limits.headerTimeout");

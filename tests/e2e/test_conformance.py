@@ -940,12 +940,18 @@ class HttpInner(WebsocketMixin):
 
 
 
+SSH_CLIENT = b"SSH-2.0-conformance-client\r\n"
+
+
 class SshInner:
     inner = "ssh"
 
+    def first_bytes(self, case):
+        return SSH_CLIENT  # as OpenSSH does, the client's line goes without waiting
+
     def exchange(self, case, second=False):
         if not second:
-            line = self.s.read_until(b"\r\n")
+            line = self.s.read_until(b"\r\n", 3)
             if line is None:
                 self.obs.closed = True
                 self.obs.received = self.s.received
@@ -958,7 +964,7 @@ class SshInner:
             self.obs.closed = self.s.drain(3)
             self.obs.received = self.s.received
             return
-        self.s.send(b"SSH-2.0-conformance-client\r\n" + (case.body or b""))
+        self.s.send((b"" if self.pre else SSH_CLIENT) + (case.body or b""))
         # Nothing comes back from the origin: the client's line reaching it is the success,
         # which the cell sees in the origin's count.
         self.obs.closed = self.s.closed_within(0.1)
@@ -1561,7 +1567,8 @@ def staged_rows():
 
 def attack_rows():
     NA_FWD = NA("a forwarded request has no tunnel: nothing rides with it")
-    NA_SSH = NA("the server speaks first in this door: the client has nothing to send early")
+    NA_SSH = NA("SSH names no host to compare")
+    NA_NOT_SSH = NA("the row is about an SSH client's identification line")
     NA_RAW = NA("an opaque tunnel carries no name to compare")
     NA_TLS = NA("inside TLS egressd sees no request: the TLS rows decide the host")
     return [
@@ -1578,7 +1585,7 @@ def attack_rows():
                                  "success answer"}},
             why="first bytes that ride with the request get the same check"),
         Row("allowed: the tunnel's first bytes sent with its request", pipeline=True,
-            per={"forward": NA_FWD, "ssh": NA_SSH},
+            per={"forward": NA_FWD},
             why="the neighbour: a client that does not wait for the answer still works"),
         Row("misdirected: an allowed request and one for another Host in one write",
             then_host="evil.test", deny=("misdirected", 421, "Host must be origin.test"),
@@ -1587,6 +1594,27 @@ def attack_rows():
                  "tls": NA_TLS, "ssh": NA_RAW, "raw": NA_RAW,
                  "http": {"origin_bytes": "first-request", "marker": b"evil.test"}},
             why="a request waiting behind an allowed one is decided on its own"),
+        Row("allowed: an SSH client's identification line first, actions: [http:write]",
+            bound=actions("http:write"), pipeline=True,
+            per={"forward": NA_NOT_SSH, "tls": NA_NOT_SSH, "http": NA_NOT_SSH,
+                 "raw": NA_NOT_SSH},
+            why="OpenSSH sends its line without waiting for the server's: the server's "
+                "answer still makes the tunnel SSH, which carries no http action (it was "
+                "opaque, and refused as inspection-required)"),
+        Row("action-denied: an SSH client's identification line first, actions: "
+            "[ssh:read, ssh:write]", bound=actions("ssh:read", "ssh:write"), pipeline=True,
+            deny=("action-denied", 403, "actions: ssh:read, ssh:write"),
+            per={"forward": NA_NOT_SSH, "tls": NA_NOT_SSH, "http": NA_NOT_SSH,
+                 "raw": NA_NOT_SSH,
+                 "ssh": {"stage": "first-bytes", "action": SSH_ACTIONS}},
+            why="the same tunnel is SSH whichever side speaks first"),
+        Row("inspection-required: an SSH line first to a server that stays silent, actions: "
+            "[http:write]", bound=actions("http:write"), pipeline=True, origin="http",
+            parallel=True, deny=("inspection-required", 403, "actions: http:write"),
+            per={"forward": NA_NOT_SSH, "tls": NA_NOT_SSH, "http": NA_NOT_SSH,
+                 "raw": NA_NOT_SSH,
+                 "ssh": {"stage": "first-bytes", "action": ALL_ACTIONS}},
+            why="no SSH server answered within headerTimeout: the client's bytes are opaque"),
         Row("websocket: an upgrade under actions: [http:write]", bound=actions("http:write"),
             websocket=True,
             per={"tls": NA_TLS, "ssh": NA_RAW, "raw": NA_RAW},
