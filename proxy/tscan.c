@@ -121,10 +121,13 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 			 * server's (RFC 4253 4.2; OpenSSH does): it waits until the server's first
 			 * bytes tell whether the server speaks SSH too. */
 			size_t m = len < 4 ? len : 4;
-			if (memcmp(buf, "SSH-", m) == 0 && (m == 4 || !eof)) {
+			if (memcmp(buf, "SSH-", m) == 0 && (m == 4 || !eof) &&
+			        len < PROXY_SNI_PEEK_MAX) {
 				s->client_ssh = m == 4;
 				return PROXY_TSCAN_MORE;
 			}
+			/* (a full window of bytes before the server said a word is no SSH client's:
+			 * it sends its line and its KEXINIT, then waits) */
 			int h = looks_http(buf, len);
 			if (h == -1 && !eof)
 				return PROXY_TSCAN_MORE;

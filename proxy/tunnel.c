@@ -225,6 +225,7 @@ static void step(struct proxy_conn *c)
 		size_t n;
 		char name[PROXY_SNI_NAME_BUF];
 		const char *why = NULL;
+		int was_ssh = p->scan.client_ssh;
 		const uint8_t *cb = evbuffer_pullup(cin,
 		        (ev_ssize_t)(clen < PROXY_SNI_PEEK_MAX ? clen : PROXY_SNI_PEEK_MAX));
 		enum proxy_tscan_step st = proxy_tscan_client(&p->scan, cb,
@@ -236,9 +237,9 @@ static void step(struct proxy_conn *c)
 				proxy_conn_close(c, "client-closed");
 				return;
 			}
-			/* An SSH identification line from the client: server bytes already held
-			 * now decide the kind. */
-			if (p->scan.client_ssh && p->scan.kind == ALLOW_TUNNEL_UNKNOWN && ulen > 0)
+			/* An SSH identification line from the client, just seen: server bytes
+			 * already held now decide the kind (once: the loop read them before). */
+			if (!was_ssh && p->scan.client_ssh && ulen > 0)
 				continue;
 			goto wait;
 		case PROXY_TSCAN_KIND:

@@ -21,9 +21,12 @@
  * - after a HelloRetryRequest the scan does not open before the client's next ClientHello was
  *   returned as a HELLO;
  * - once OPEN, every client byte is PASS and no HELLO comes; the server is not read;
- * - MORE leaves the scan unchanged (tunnel.c hands the same held bytes again) and is never the
- *   answer to a full scan window (PROXY_SNI_PEEK_MAX held bytes: nothing more can arrive, so
- *   the tunnel would stall until its timeout);
+ * - MORE leaves the scan unchanged (tunnel.c hands the same held bytes again; only client_ssh,
+ *   which the same bytes set again, may change) and is never the answer to a full scan window
+ *   (PROXY_SNI_PEEK_MAX held bytes: nothing more can arrive, so the tunnel would stall until its
+ *   timeout);
+ * - the server's first bytes decide the kind (SSH or opaque) only when the server spoke first
+ *   or the client's first bytes were an SSH identification line ("SSH-");
  * - BAD says why; the same input gives the same trace. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -240,8 +243,10 @@ static int server_bytes(struct sim *m)
 		m->end = STOPPED;
 		return 1;
 	case PROXY_TSCAN_KIND:
-		/* the server spoke first: SSH or opaque, relayed from now on */
-		if (m->client_spoke || before.kind != ALLOW_TUNNEL_UNKNOWN ||
+		/* the server spoke first, or answered a client's SSH line: SSH or opaque, relayed
+		 * from now on */
+		if ((m->client_spoke && !(m->c.recv >= 4 && memcmp(m->c.b, "SSH-", 4) == 0)) ||
+		        before.kind != ALLOW_TUNNEL_UNKNOWN ||
 		        (m->scan.kind != ALLOW_TUNNEL_SSH && m->scan.kind != ALLOW_TUNNEL_OTHER) ||
 		        m->scan.phase != PROXY_TSCAN_PH_OPEN)
 			abort();
@@ -321,6 +326,9 @@ static void step(struct sim *m)
 				m->end = STOPPED; /* client-closed */
 				return;
 			}
+			/* a client's SSH line, just seen: server bytes already held now decide */
+			if (!before.client_ssh && m->scan.client_ssh && m->s.recv > m->s.passed)
+				continue;
 			goto wait;
 		case PROXY_TSCAN_KIND:
 			free(cb);

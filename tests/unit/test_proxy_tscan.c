@@ -680,7 +680,10 @@ static void test_kinds(void **state)
 	        {0, 0, "GET", 0, ""},                /* too short to tell */
 	        {0, 0, "GET", 1, "kind:other open"}, /* and then the client ended */
 	        {0, 0, "get / HTTP/1.1\r\n", 0, "kind:other open"},
-	        {0, 0, "SSH-2.0-OpenSSH_9.2p1\r\n", 0, "kind:other open"},
+	        /* an SSH client's line waits for the server's first bytes */
+	        {0, 0, "SSH-2.0-OpenSSH_9.2p1\r\n", 0, ""},
+	        {0, 0, "SSH", 1, "kind:other open"}, /* not a whole "SSH-", and the end */
+	        {1, 0, "SSH-2.0-OpenSSH_9.2p1\r\n", 0, "bad:port 443 carries only TLS"},
 	        {0, 0, "\x80\x2e\x01\x03\x01", 0, "kind:other open"}, /* SSLv2-style hello */
 	        {0, 0, "\x16", 0, ""},
 	        {0, 0, "\x16\x03\x01", 0, "kind:tls"},
@@ -715,6 +718,49 @@ static void test_kinds(void **state)
 	expect(&d, "kind:tls");
 }
 
+/* An SSH client speaks first (RFC 4253 4.2: both sides send their identification line at
+ * once; OpenSSH does not wait): the server's first bytes decide, and a silent server leaves
+ * the client's bytes opaque. */
+static void test_ssh_client_first(void **state)
+{
+	(void)state;
+	static struct drive d;
+	drive_init(&d, 0);
+	client(&d, "SSH-2.0-OpenSSH_9.2p1\r\n", 23);
+	expect(&d, "");
+	assert_int_equal(d.s.client_ssh, 1);
+	client(&d, "\0\0\x05\xdc\x0a\x14", 6); /* the start of its KEXINIT, held too */
+	expect(&d, "");
+	server(&d, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", 32);
+	expect(&d, "server-kind:ssh");
+	assert_int_equal(d.s.phase, PROXY_TSCAN_PH_OPEN);
+
+	/* the line arrives in pieces, the server's too */
+	drive_init(&d, 0);
+	client(&d, "SS", 2);
+	expect(&d, "");
+	assert_int_equal(d.s.client_ssh, 0);
+	client(&d, "H-2.0-x\r\n", 10);
+	server(&d, "SS", 2);
+	expect(&d, "");
+	server(&d, "H-2.0-y\r\n", 10);
+	expect(&d, "server-kind:ssh");
+
+	/* a server that answers something else: the tunnel is opaque */
+	drive_init(&d, 0);
+	client(&d, "SSH-2.0-x\r\n", 11);
+	server(&d, "HTTP/1.1 400 Bad Request\r\n", 26);
+	expect(&d, "server-kind:other");
+
+	/* a server that stays silent until the deadline */
+	drive_init(&d, 0);
+	client(&d, "SSH-2.0-x\r\n", 11);
+	expect(&d, "");
+	proxy_tscan_server_silent(&d.s);
+	assert_int_equal(d.s.kind, ALLOW_TUNNEL_OTHER);
+	assert_int_equal(d.s.phase, PROXY_TSCAN_PH_OPEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -730,6 +776,7 @@ int main(void)
 	        cmocka_unit_test(test_server_alert),
 	        cmocka_unit_test(test_server_not_tls),
 	        cmocka_unit_test(test_kinds),
+	        cmocka_unit_test(test_ssh_client_first),
 	};
 	return cmocka_run_group_tests(tests, make_cert, free_cert);
 }
