@@ -3,8 +3,8 @@
 - curl --socks5-hostname, curl -x socks5h://USER:TOKEN@..., curl -U/--proxy-user, and
   ALL_PROXY=socks5h://... with curl: HTTPS to a loopback TLS origin (a throwaway certificate
   for tls.test, trusted with --cacert), allowed and refused, with and without credentials.
-- git clone over HTTPS with ALL_PROXY=socks5h://... from a loopback TLS git server (git
-  http-backend behind a small Python CGI bridge; GIT_SSL_CAINFO is the throwaway certificate),
+- git clone over HTTPS with ALL_PROXY=socks5h://... from a loopback TLS git server
+  (tests/e2e/gitserver.py: git http-backend; GIT_SSL_CAINFO is the throwaway certificate),
   allowed, refused by the host, and refused under actions: [git:push] (an HTTPS tunnel carries
   pushes, docs/design.md 4.5).
 - Python with PySocks (Debian's python3-socks, run by an interpreter that has it).
@@ -18,7 +18,6 @@
 Every origin is on loopback; names are .test names that the config maps with dns.hosts.
 """
 
-import http.server
 import json
 import os
 import shutil
@@ -27,13 +26,13 @@ import ssl
 import struct
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (EGRESSD_BIN, Blackhole, TestFailure, base_config, check,  # noqa: E402
                      check_audit_log, check_eq, clean_env, closed_port, echo_handler, run_cases,
                      skip)
+from gitserver import GitServer, make_repo  # noqa: E402
 from test_connect_cmd import Sshd  # noqa: E402  (the loopback sshd with a bare repository)
 
 HOSTS = {"tls.test": ["127.0.0.1"], "git.test": ["127.0.0.1"], "origin.test": ["127.0.0.1"],
@@ -97,148 +96,6 @@ def finish(e):
 
 
 # ---------------------------------------------------------------------------------------------
-# Servers: an HTTPS echo (the harness's Origin with TLS) and an HTTPS git server.
-
-class _TlsServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, handler, ctx):
-        self.ctx = ctx
-        self.connections = 0  # TCP connections accepted
-        self.handshakes = 0   # TLS handshakes completed
-        self.lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), handler)
-
-    def finish_request(self, request, client_address):
-        with self.lock:
-            self.connections += 1
-        request.settimeout(30)
-        try:
-            request = self.ctx.wrap_socket(request, server_side=True)
-            with self.lock:
-                self.handshakes += 1
-            super().finish_request(request, client_address)
-        except (OSError, ssl.SSLError):
-            pass
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class _Echo(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def do_GET(self):
-        body = json.dumps({"path": self.path, "host": self.headers.get("Host"),
-                           "tls": True}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class _GitCgi(http.server.BaseHTTPRequestHandler):
-    """git http-backend as a CGI program (smart HTTP, fetch and push)."""
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    def _body(self):
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            out = b""
-            while True:
-                n = int(self.rfile.readline().split(b";")[0], 16)
-                if n == 0:
-                    self.rfile.readline()
-                    return out
-                out += self.rfile.read(n)
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-    def _cgi(self):
-        path, _, query = self.path.partition("?")
-        body = self._body() if self.command == "POST" else b""
-        env = dict(clean_env(), GIT_PROJECT_ROOT=self.server.root, GIT_HTTP_EXPORT_ALL="1",
-                   REQUEST_METHOD=self.command, PATH_INFO=path, QUERY_STRING=query,
-                   CONTENT_TYPE=self.headers.get("Content-Type") or "",
-                   CONTENT_LENGTH=str(len(body)), REMOTE_ADDR="127.0.0.1",
-                   GIT_HTTP_RECEIVE_PACK="true", REMOTE_USER="e2e")
-        for h, var in (("Content-Encoding", "HTTP_CONTENT_ENCODING"),
-                       ("Git-Protocol", "GIT_PROTOCOL")):
-            if self.headers.get(h):
-                env[var] = self.headers[h]
-        r = subprocess.run(["git", "http-backend"], input=body, stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, env=env, timeout=30)
-        head, _, out = r.stdout.partition(b"\r\n\r\n")
-        status, hdrs = 200, []
-        for line in head.decode("latin-1").split("\r\n"):
-            k, _, v = line.partition(":")
-            if k.lower() == "status":
-                status = int(v.split()[0])
-            elif k:
-                hdrs.append((k, v.strip()))
-        self.send_response(status)
-        for k, v in hdrs:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    do_GET = do_POST = _cgi
-
-
-class TlsServer:
-    def __init__(self, handler, ctx, root=None):
-        self.server = _TlsServer(handler, ctx)
-        self.server.root = root
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-
-    @property
-    def connections(self):
-        with self.server.lock:
-            return self.server.connections
-
-    @property
-    def handshakes(self):
-        with self.server.lock:
-            return self.server.handshakes
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
-
-
-def git_repo(root):
-    """A bare repository root/repo.git with one commit holding README; returns the commit."""
-    repo = os.path.join(root, "repo.git")
-    work = os.path.join(root, "work")
-    genv = dict(clean_env(), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.test",
-                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.test",
-                GIT_CONFIG_NOSYSTEM="1", HOME=root)
-    for argv in (["git", "init", "-q", "--bare", repo],
-                 ["git", "init", "-q", "-b", "main", work]):
-        run(argv, env=genv)
-    with open(os.path.join(work, "README"), "w") as f:
-        f.write("through SOCKS5\n")
-    run(["git", "-C", work, "add", "README"], env=genv)
-    run(["git", "-C", work, "commit", "-q", "-m", "one"], env=genv)
-    run(["git", "-C", work, "push", "-q", repo, "main"], env=genv)
-    run(["git", "--git-dir", repo, "symbolic-ref", "HEAD", "refs/heads/main"], env=genv)
-    commit = run(["git", "--git-dir", repo, "rev-parse", "main"], env=genv)
-    return commit.stdout.decode().strip(), genv
-
-
-# ---------------------------------------------------------------------------------------------
 # curl.
 
 def curl(args, env=None, timeout=20):
@@ -246,8 +103,9 @@ def curl(args, env=None, timeout=20):
 
 
 def tls_origin(h):
-    cert, ctx = cert_with_san(h.tmp, ["tls.test", "git.test"])
-    return cert, h.add(TlsServer(_Echo, ctx))
+    """The harness's echo origin over TLS, with a certificate for tls.test."""
+    cert, ctx = cert_with_san(h.tmp, ["tls.test"])
+    return cert, h.origin(ctx)
 
 
 def case_curl_socks5_hostname(h):
@@ -339,18 +197,21 @@ def case_all_proxy_curl(h):
 # git over HTTPS.
 
 def git_server(h):
+    """tests/e2e/gitserver.py's git http-backend over TLS (a certificate for git.test),
+    serving r.git; returns (server, certificate, the commit of main, git's environment)."""
     root = os.path.join(h.tmp, "git")
     os.makedirs(root)
-    commit, genv = git_repo(root)
+    bare = make_repo(root)
     cert, ctx = cert_with_san(h.tmp, ["git.test"])
-    return h.add(TlsServer(_GitCgi, ctx, root)), cert, commit, genv
+    genv = dict(clean_env(), HOME=root, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    commit = run(["git", "--git-dir", bare, "rev-parse", "main"], env=genv)
+    return h.add(GitServer(root, ctx)), cert, commit.stdout.decode().strip(), genv
 
 
 def git_clone(h, srv, cert, genv, sp, name):
     dest = os.path.join(h.tmp, name)
-    env = dict(genv, ALL_PROXY="socks5h://127.0.0.1:%d" % sp, GIT_SSL_CAINFO=cert,
-               GIT_TERMINAL_PROMPT="0")
-    r = run(["git", "clone", "-q", "https://git.test:%d/repo.git" % srv.port, dest], env=env)
+    env = dict(genv, ALL_PROXY="socks5h://127.0.0.1:%d" % sp, GIT_SSL_CAINFO=cert)
+    r = run(["git", "clone", "-q", "https://git.test:%d/r.git" % srv.port, dest], env=env)
     return r, dest
 
 
@@ -362,7 +223,9 @@ def case_git_clone_https(h):
     head = run(["git", "-C", dest, "rev-parse", "HEAD"], env=genv).stdout.decode().strip()
     check_eq(head, commit, "the cloned commit")
     with open(os.path.join(dest, "README")) as f:
-        check_eq(f.read(), "through SOCKS5\n", "the cloned file")
+        check_eq(f.read(), "hello\n", "the cloned file")
+    check(srv.requests() and all(p.startswith("/r.git/") for _, p in srv.requests()),
+          "what the git server saw: %r" % srv.requests())
     recs = finish(e)
     cons = [r for r in recs if r["event"] == "connect"]
     check(cons and all(r["decision"] == "allow" and r["front"] == "socks5" and
@@ -374,7 +237,7 @@ def case_git_clone_https_refused(h):
     e, sp = socks_egressd(h, base_config(HOSTS, sandbox("other.test")))
     r, _ = git_clone(h, srv, cert, genv, sp, "refused")
     check(r.returncode != 0, "git clone reached git.test, which the bound does not allow")
-    check_eq(srv.connections, 0, "connections at the git server")
+    check_eq(srv.requests(), [], "requests at the git server")
     recs = finish(e)
     check_eq([(r["host"], r["decision"], r.get("reason")) for r in recs
               if r["event"] == "connect"][:1], [("git.test", "deny", "host-not-allowed")],
@@ -389,8 +252,8 @@ def case_git_https_push_denied(h):
     r, _ = git_clone(h, srv, cert, genv, sp, "push-denied")
     check(r.returncode != 0, "git clone went through a bound that denies git:push over HTTPS")
     # Not on port 443, the refusal comes at the ClientHello, after the dial: the server may
-    # see a connection, never a byte of TLS.
-    check_eq(srv.handshakes, 0, "TLS handshakes at the git server")
+    # see a connection, never a request.
+    check_eq(srv.requests(), [], "requests at the git server")
     recs = finish(e)
     den = [r for r in recs if r["event"] == "connect" and r.get("decision") == "deny"]
     check(den and den[0]["reason"] == "inspection-required" and
