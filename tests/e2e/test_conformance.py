@@ -599,6 +599,9 @@ class Door:
             lines.append("Proxy-Authorization: Basic " + basic(*cred))
         for k, v in case.headers:
             lines.append("%s: %s" % (k, v))
+        if case.websocket:
+            lines += ["Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
         if body or case.method in ("POST", "PUT"):
             lines.append("Content-Length: %d" % len(body))
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
@@ -1615,11 +1618,17 @@ def attack_rows():
                  "raw": NA_NOT_SSH,
                  "ssh": {"stage": "first-bytes", "action": ALL_ACTIONS}},
             why="no SSH server answered within headerTimeout: the client's bytes are opaque"),
-        Row("websocket: an upgrade under actions: [http:write]", bound=actions("http:write"),
-            websocket=True,
+        Row("action-denied: a websocket upgrade under actions: [http:write]",
+            bound=actions("http:write"), websocket=True,
+            deny=("action-denied", 403, "actions: http:write"),
+            action="http:read,http:write",
+            per={"tls": NA_TLS, "ssh": NA_RAW, "raw": NA_RAW, "http": {"stage": "inner"}},
+            why="after its 101 a websocket carries bytes both ways unread: it is a read and a "
+                "write (design 13)"),
+        Row("allowed: a websocket upgrade under actions: [git:push]", bound=actions("git:push"),
+            websocket=True, action="http:read,http:write",
             per={"tls": NA_TLS, "ssh": NA_RAW, "raw": NA_RAW},
-            why="issue 9 item 7: after the 101 a websocket is relayed as a tunnel under the "
-                "request's decision"),
+            why="the neighbour: relayed both ways after the 101 (issue 9 item 7)"),
     ]
 
 
