@@ -1574,6 +1574,7 @@ def attack_rows():
     NA_NOT_SSH = NA("the row is about an SSH client's identification line")
     NA_RAW = NA("an opaque tunnel carries no name to compare")
     NA_TLS = NA("inside TLS egressd sees no request: the TLS rows decide the host")
+    NA_WS = NA("a websocket upgrade is a plain HTTP request; SSH and opaque tunnels carry none")
     return [
         Row("sni-mismatch: a ClientHello for another host sent with the tunnel's request",
             sni="evil.test", host_header="evil.test", pipeline=True,
@@ -1622,12 +1623,12 @@ def attack_rows():
             bound=actions("http:write"), websocket=True,
             deny=("action-denied", 403, "actions: http:write"),
             action="http:read,http:write",
-            per={"tls": NA_TLS, "ssh": NA_RAW, "raw": NA_RAW, "http": {"stage": "inner"}},
+            per={"tls": NA_TLS, "ssh": NA_WS, "raw": NA_WS, "http": {"stage": "inner"}},
             why="after its 101 a websocket carries bytes both ways unread: it is a read and a "
                 "write (design 13)"),
         Row("allowed: a websocket upgrade under actions: [git:push]", bound=actions("git:push"),
             websocket=True, action="http:read,http:write",
-            per={"tls": NA_TLS, "ssh": NA_RAW, "raw": NA_RAW},
+            per={"tls": NA_TLS, "ssh": NA_WS, "raw": NA_WS},
             why="the neighbour: relayed both ways after the 101 (issue 9 item 7)"),
     ]
 
@@ -2417,6 +2418,15 @@ def main():
             print("PASS %s" % row.name)
     print()
     print_matrix(rows, cells)
+    # what "-" stands for: each reason a cell does not apply, with the rows and doors it covers
+    why = {}
+    for c in cells:
+        if c.na:
+            why.setdefault(c.na, []).append(c)
+    for text, cs in why.items():
+        print("n/a (%d cells: rows %s; %s): %s" % (
+            len(cs), ",".join(sorted({str(rows.index(c.row) + 1) for c in cs}, key=int)),
+            ",".join(sorted({SHORT[c.door.name] for c in cs})), text))
     if os.environ.get("CONFORMANCE_SLOW"):
         for c in sorted(cells, key=lambda c: -getattr(c, "seconds", 0))[:25]:
             print("  %.2fs %s [%s]" % (getattr(c, "seconds", 0), c.row.name, c.door.name))
