@@ -124,6 +124,17 @@ static int judge_kind(struct proxy_conn *c, enum allow_tunnel_kind kind)
 	return 0;
 }
 
+/* 1 when the session's bound lets an opaque tunnel (every action) to this host through. */
+static int opaque_allowed(const struct proxy_conn *c)
+{
+	if (c->session->cfg == NULL)
+		return 0;
+	struct allow_decision d;
+	int inspect;
+	allow_tunnel_decide(&c->session->cfg->bound, &c->rq.dest, ALLOW_TUNNEL_OTHER, &inspect, &d);
+	return d.reason == ALLOW_OK;
+}
+
 /* A ClientHello's name must be the tunnel's host; a hello without one passes only to an IP
  * literal the bound allowed.  0, or -1 when refused. */
 static int check_name(struct proxy_conn *c, const char *name)
@@ -238,9 +249,19 @@ static void step(struct proxy_conn *c)
 				return;
 			}
 			/* An SSH identification line from the client, just seen: server bytes
-			 * already held now decide the kind (once: the loop read them before). */
+			 * already held now decide the kind (once: the loop read them before).
+			 * Without any, the line waits for them only where that matters: when the
+			 * bound lets an opaque tunnel through, it goes on at once as one. */
 			if (!was_ssh && p->scan.client_ssh && ulen > 0)
 				continue;
+			if (!was_ssh && p->scan.client_ssh && opaque_allowed(c)) {
+				proxy_tscan_server_silent(&p->scan);
+				if (judge_kind(c, p->scan.kind) == -1)
+					return;
+				send_established(c);
+				proxy_tunnel_relay(c);
+				return;
+			}
 			goto wait;
 		case PROXY_TSCAN_KIND:
 			if (judge_kind(c, p->scan.kind) == -1)
