@@ -984,6 +984,20 @@ def in_netns():
     return os.environ.get(NETNS_ENV) == "1"
 
 
+def real_root():
+    """True for the machine's root; False for an ordinary user, and for the root that
+    `unshare -Urn` maps an ordinary user to (rerun_in_netns as a user): that one has uid 0 but
+    no other uid, so a program that switches users (sshd's privilege separation) cannot run
+    there, nor write where only the machine's root may."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/uid_map") as f:
+            return f.read().split() == ["0", "0", "4294967295"]
+    except OSError:
+        return True
+
+
 def netns_command(argv, addrs=()):
     """argv wrapped to run in a new network namespace that holds only loopback, up, with each
     address in addrs added to lo: there a case may bind any port (443 included), and nothing a
@@ -1030,8 +1044,13 @@ def rerun_in_netns(addrs=()):
         argv, why = netns_command([sys.executable, os.path.abspath(sys.argv[0])] +
                                   sys.argv[1:], addrs)
         if argv is not None:
+            # In the namespace the file runs as root: root's tools (nft, sshd) are in sbin, which
+            # an ordinary user's PATH leaves out on Debian.
+            path = os.environ.get("PATH", "/usr/bin:/bin").split(":")
+            path += [d for d in ("/usr/local/sbin", "/usr/sbin", "/sbin") if d not in path]
             sys.stdout.flush()
-            sys.exit(subprocess.run(argv, env=dict(os.environ, **{NETNS_ENV: "1"})).returncode)
+            sys.exit(subprocess.run(argv, env=dict(os.environ, PATH=":".join(path),
+                                                   **{NETNS_ENV: "1"})).returncode)
     print("(not in a private network namespace: %s)" % why, flush=True)
     return why
 

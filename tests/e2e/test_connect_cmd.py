@@ -24,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (EGRESSD_BIN, TestFailure, base_config, check,  # noqa: F401
                      check_audit_log, check_eq, clean_env, closed_port, echo_handler, run_cases,
-                     skip)
+                     real_root, skip)
 
 SSHD = "/usr/sbin/sshd"
 
@@ -51,6 +51,10 @@ class Sshd:
                           "it" % (user.pw_name, user.pw_shell))
         if not os.path.exists(SSHD):
             skip("%s is not installed (Debian package openssh-server)" % SSHD)
+        if os.getuid() == 0 and not real_root():
+            skip("sshd as the root of a user namespace (an ordinary user's run in a private "
+                 "network namespace) cannot switch to its privilege-separation user, which the "
+                 "namespace does not map; as root this case runs")
         if os.getuid() == 0 and not os.path.isdir("/run/sshd"):
             os.makedirs("/run/sshd", mode=0o755)  # sshd's privilege separation directory
         self.dir = os.path.join(tmp, "sshd")

@@ -139,10 +139,10 @@ def case_isolate_clients(h):
         'http://origin.test:%d/n' % rec.port,
         'python3 -c "import urllib.request as u; print(\'urllib\', u.urlopen('
         '\'http://origin.test:%d/u\').status)"' % rec.port,
-        'getent hosts origin.test >/dev/null && echo "getent allowed ok"',
-        'getent hosts evil.test >/dev/null || echo "getent denied ok"',
         'curl -s --noproxy "*" -o /dev/null -w "evil %%{http_code}\\n" http://evil.test:%d/'
         % rec.port,
+        'getent hosts origin.test >/dev/null && echo "getent allowed ok"',
+        'getent hosts evil.test >/dev/null || echo "getent denied ok"',
     ]
     if node is not None:
         script.append('node -e "fetch(\'http://origin.test:%d/f\').then(r => '
