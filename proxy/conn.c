@@ -111,6 +111,8 @@ static uint64_t next_deadline(const struct proxy_conn *c)
 	uint64_t d = UINT64_MAX;
 	if (c->client.deadline_ms != 0)
 		d = c->client.deadline_ms;
+	if (c->client.flush_poll_ms != 0 && c->client.flush_poll_ms < d)
+		d = c->client.flush_poll_ms;
 	if (c->up.deadline_ms != 0 && c->up.deadline_ms < d)
 		d = c->up.deadline_ms;
 	if (carrying(c)) {
@@ -249,7 +251,7 @@ void proxy_conn_close(struct proxy_conn *c, const char *end)
 	audit_rec_init(&r);
 	r.event = "close";
 	r.conn = c->id;
-	r.front = c->rq.front != NULL ? c->rq.front : c->front->name;
+	r.front = c->door != NULL ? c->door : c->rq.front != NULL ? c->rq.front : c->front->name;
 	r.session = c->session ? c->session->name : NULL;
 	r.client = c->client_text;
 	r.bytes_out = (int64_t)c->bytes_out;
@@ -322,9 +324,14 @@ static void linger(struct proxy_conn *c)
 		while (evbuffer_get_length(out) > 0 && evbuffer_write(out, bufferevent_getfd(under)) > 0)
 			;
 		evbuffer_freeze(out, 1);
-		if (evbuffer_get_length(out) > 0)
+		if (evbuffer_get_length(out) > 0) {
+			/* A slow reader: try again shortly, until the answer's deadline. */
+			c->client.flush_poll_ms = proxy_now_ms() + PROXY_FLUSH_POLL_MS;
+			proxy_conn_rearm(c);
 			return;
+		}
 	}
+	c->client.flush_poll_ms = 0;
 	if (c->client.eof) {
 		proxy_conn_close(c, c->end);
 		return;
@@ -432,10 +439,11 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
 	struct proxy_conn *c = arg;
-	if (what & BEV_EVENT_CONNECTED)
-		return; /* the client's TLS handshake with egressd (inspect.c) is done */
-	if (c->inspected && (what & BEV_EVENT_ERROR) && c->client.state == PROXY_CLIENT_REQUEST &&
-	        c->requests == 0) {
+	if (what & BEV_EVENT_CONNECTED) {
+		c->client_tls_done = 1; /* the client's TLS handshake with egressd (inspect.c) */
+		return;
+	}
+	if (c->inspected && !c->client_tls_done && (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))) {
 		proxy_inspect_client_failed(c);
 		return;
 	}
@@ -454,7 +462,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	case PROXY_CLIENT_WAIT:
 		/* A client may half-close once its request is sent (HTTP/1.1 allows it; nc and
 		 * scripts do it): a request without a body still gets its answer. */
-		if (eof && !c->rq.tunnel && c->fwd != NULL && proxy_fwd_request_sent(c)) {
+		if (eof && (c->rq.tunnel || (c->fwd != NULL && proxy_fwd_request_sent(c)))) {
 			c->client.eof = 1;
 			bufferevent_disable(c->client.bev, EV_READ);
 			return;
@@ -582,21 +590,28 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 
 int proxy_conn_wrap_tls(struct proxy_conn *c, SSL *client_ssl, SSL *up_ssl)
 {
-	struct bufferevent *cb = bufferevent_openssl_filter_new(c->srv->base, c->client.bev,
+	/* With BEV_OPT_CLOSE_ON_FREE libevent frees the SSL itself when the filter cannot be
+	 * made. */
+	struct bufferevent *client_under = c->client.bev, *up_under = c->up.bev;
+	struct bufferevent *cb = bufferevent_openssl_filter_new(c->srv->base, client_under,
 	        client_ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 	if (cb == NULL) {
-		SSL_free(client_ssl);
 		SSL_free(up_ssl);
 		return -1;
 	}
 	c->client.bev = cb;
-	struct bufferevent *ub = bufferevent_openssl_filter_new(c->srv->base, c->up.bev, up_ssl,
+	struct bufferevent *ub = bufferevent_openssl_filter_new(c->srv->base, up_under, up_ssl,
 	        BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-	if (ub == NULL) {
-		SSL_free(up_ssl);
+	if (ub == NULL)
 		return -1;
-	}
 	c->up.bev = ub;
+	/* Backpressure through the filters: ciphertext stops moving into a socket's buffer at the
+	 * high mark, so plaintext backs up in the filter's output, where the HTTP exchange looks
+	 * (forward.c); and the client is not read past a head's worth while nothing takes it. */
+	bufferevent_setwatermark(client_under, EV_WRITE, 0, PROXY_HIGH_WATER);
+	bufferevent_setwatermark(up_under, EV_WRITE, 0, PROXY_HIGH_WATER);
+	bufferevent_setwatermark(cb, EV_READ, 0,
+	        (size_t)c->srv->gen->cfg->limits.max_header_bytes + 16384);
 	c->inspected = 1;
 	/* The whole exchange inside, and libevent's SSL layer, need their own marks. */
 	bufferevent_openssl_set_allow_dirty_shutdown(cb, 1);
@@ -715,6 +730,7 @@ static void dial_next(struct proxy_conn *c, int last_err)
 		c->up.addr = *a;
 		c->up.port = c->rq.dest.port;
 		proxy_format_addr(a, c->rq.dest.port, c->up.addr_text, sizeof c->up.addr_text);
+		c->rq.dialled = 1;
 		int r = dial(c, &ss, len);
 		if (r == -1) {
 			last_err = errno;
@@ -769,6 +785,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	case PROXY_CLIENT_REQUEST:
 		if (now < c->client.deadline_ms)
 			break;
+		if (c->inspected && !c->client_tls_done) {
+			proxy_inspect_client_timeout(c);
+			return;
+		}
 		if (c->fwd != NULL) {
 			proxy_fwd_client_read(c); /* it sees the deadline passed (forward.c) */
 			return;
@@ -796,6 +816,11 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	case PROXY_CLIENT_ANSWER:
 		if (now >= c->client.deadline_ms) {
 			proxy_conn_close(c, c->end);
+			return;
+		}
+		if (c->client.flush_poll_ms != 0 && now >= c->client.flush_poll_ms) {
+			c->client.flush_poll_ms = 0;
+			linger(c);
 			return;
 		}
 		break;

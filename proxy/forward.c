@@ -516,9 +516,16 @@ static void response_done(struct proxy_conn *c)
 	int reuse = !f->resp_eof_framed && http_should_keep_alive(&f->resp.p) &&
 	            f->req.h.msg_complete && !c->up.eof && c->up.bev != NULL &&
 	            evbuffer_get_length(bufferevent_get_input(c->up.bev)) == 0;
+	/* Why this connection ends here, if it does: egressd stopping, the upstream's framing or
+	 * its Connection: close, or else the client's request (close, half-close, HTTP/1.0). */
+	const char *end = c->srv->stopping ? "shutdown"
+	                  : f->resp_eof_framed || f->resp_dechunk ||
+	                                  !http_should_keep_alive(&f->resp.p) || c->up.eof
+	                          ? "upstream-closed"
+	                          : "client-closed";
 	if (f->in_tunnel && !reuse) {
 		/* The tunnel's upstream is the only one it may use. */
-		proxy_conn_finish(c, f->resp_eof_framed ? "upstream-closed" : "client-closed");
+		proxy_conn_finish(c, end);
 		return;
 	}
 	if (reuse)
@@ -529,8 +536,7 @@ static void response_done(struct proxy_conn *c)
 	struct evbuffer *in = bufferevent_get_input(c->client.bev);
 	if (!f->req_keepalive || f->resp_eof_framed || f->resp_dechunk || c->srv->stopping ||
 	        !f->req.h.msg_complete || (c->client.eof && evbuffer_get_length(in) == 0)) {
-		proxy_conn_finish(c, f->resp_eof_framed || f->resp_dechunk ? "upstream-closed"
-		                                                            : "client-closed");
+		proxy_conn_finish(c, end);
 		return;
 	}
 	proxy_h1_reset(&f->req);

@@ -284,8 +284,10 @@ static void tr_read(struct proxy_conn *c)
 	int h = http_host(c, in, name, sizeof name);
 	if (h == -1 && !c->client.eof)
 		return;
-	if (h >= 0)
+	if (h >= 0) {
 		st->http = 1;
+		c->answer = proxy_answer_http; /* its denials are HTTP answers, with their status */
+	}
 	if (h == 1 && set_dest(c, name, ALLOW_TUNNEL_UNKNOWN) == 0) {
 		proxy_pipeline_run(c);
 		return;

@@ -53,6 +53,7 @@ void proxy_inspect_start(struct proxy_conn *c)
 	}
 	/* Requests inside are recorded as the inspected front door's; the tunnel's own record
 	 * stays its front door's. */
+	c->door = c->rq.front;
 	c->rq.front = "inspected";
 	c->carries = ALLOW_TUNNEL_HTTP;
 	c->answer = proxy_answer_http;
@@ -60,8 +61,10 @@ void proxy_inspect_start(struct proxy_conn *c)
 	proxy_fwd_begin(c, 1);
 	if (proxy_conn_closed(c))
 		return;
-	/* The handshake has headerTimeout to finish: it is the first request's head's. */
+	/* The handshake has headerTimeout to finish, as the first request's head would. */
 	proxy_client_set(c, PROXY_CLIENT_REQUEST);
+	c->client.deadline_ms = proxy_now_ms() + c->srv->gen->cfg->limits.header_timeout_ms;
+	proxy_conn_rearm(c);
 	/* The ClientHello is already buffered below the filter, and egressd speaks first to the
 	 * upstream: start both handshakes now rather than on the next byte. */
 	bufferevent_trigger(client_under, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
@@ -77,8 +80,10 @@ void proxy_inspect_client_failed(struct proxy_conn *c)
 	if (why != NULL && strcmp(why, "sni-mismatch") == 0) {
 		snprintf(rule, sizeof rule, "TLS: the inspected handshake names another host than %s",
 		        c->rq.dest.host);
-		proxy_audit_tunnel(c, "deny", &(struct proxy_outcome){.status = 403,
-		                                      .reason = "sni-mismatch"});
+		struct proxy_outcome m;
+		proxy_outcome_set(&m, 403, "sni-mismatch", rule,
+		        "Inside an inspected tunnel, TLS must name the tunnel's host");
+		proxy_audit_tunnel(c, "deny", &m);
 		proxy_conn_close(c, "denied");
 		return;
 	}
@@ -91,6 +96,16 @@ void proxy_inspect_client_failed(struct proxy_conn *c)
 	        e != 0 ? ERR_reason_error_string(e) : "");
 	proxy_audit_tunnel(c, "deny", &o);
 	proxy_conn_close(c, "error");
+}
+
+void proxy_inspect_client_timeout(struct proxy_conn *c)
+{
+	struct proxy_outcome o;
+	proxy_outcome_set(&o, 403, "tls-invalid",
+	        "client TLS handshake with egressd: not finished within limits.headerTimeout",
+	        "The client did not finish its TLS handshake with egressd");
+	proxy_audit_tunnel(c, "deny", &o);
+	proxy_conn_close(c, "header-timeout");
 }
 
 void proxy_inspect_upstream_failed(struct proxy_conn *c)

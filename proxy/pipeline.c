@@ -101,6 +101,7 @@ void proxy_deny(struct proxy_conn *c, const struct proxy_outcome *o)
 {
 	if (proxy_conn_closed(c))
 		return;
+	proxy_audit_wait_cancel(c);
 	char action[160];
 	struct audit_rec r;
 	record_base(c, &r, action, sizeof action);
@@ -108,6 +109,10 @@ void proxy_deny(struct proxy_conn *c, const struct proxy_outcome *o)
 	r.reason = o->reason;
 	r.rule = o->rule[0] ? o->rule : NULL;
 	r.status = answer_has_status(c) ? o->status : -1;
+	/* addr names what this request dialled (a refusal, a timeout, a loop); a kept upstream of
+	 * an earlier request is not this one's. */
+	if (!c->rq.dialled)
+		r.addr = NULL;
 	/* A denial goes out even when its record cannot be written: denying is always safe. */
 	audit_write(c->srv->audit, &r, AUDIT_DENIAL);
 	if (c->srv->run != NULL && c->srv->run->denied != NULL)
@@ -325,6 +330,7 @@ static int judge(struct proxy_conn *c, const struct dns_addr *addrs, size_t n,
 		const struct dns_addr *a = &addrs[i];
 		if (loop_outcome(c, a, o) == -1) {
 			proxy_format_addr(a, c->rq.dest.port, c->up.addr_text, sizeof c->up.addr_text);
+			c->rq.dialled = 1;
 			return -1;
 		}
 		if (dns_addr_judge(&c->srv->gen->addrpol, a->family, a->addr, why, sizeof why) == 0) {
@@ -359,6 +365,7 @@ static int judge(struct proxy_conn *c, const struct dns_addr *addrs, size_t n,
 static int still_passes(struct proxy_conn *c, struct proxy_outcome *o)
 {
 	char why[200];
+	c->rq.dialled = 1; /* the upstream this request is to use */
 	if (loop_outcome(c, &c->up.addr, o) == -1)
 		return -1;
 	if (dns_addr_judge(&c->srv->gen->addrpol, c->up.addr.family, c->up.addr.addr, why,
@@ -380,6 +387,8 @@ static void fail(struct proxy_conn *c, const struct proxy_outcome *o)
 
 /* ---- the steps ---- */
 
+static void run(struct proxy_conn *c, int again);
+
 static void dns_done(enum dns_status st, const struct dns_answer *ans, void *arg)
 {
 	struct proxy_conn *c = arg;
@@ -387,7 +396,8 @@ static void dns_done(enum dns_status st, const struct dns_answer *ans, void *arg
 	c->up.dnsq = NULL;
 	if (c->gen != c->srv->gen) {
 		/* A reload came while resolving: decide again under the new config. */
-		proxy_pipeline_run(c);
+		proxy_up_drop(c);
+		run(c, 1);
 		return;
 	}
 	if (st != DNS_OK || ans->n == 0) {
@@ -458,6 +468,12 @@ static int decide(struct proxy_conn *c, struct proxy_outcome *o)
 
 void proxy_pipeline_run(struct proxy_conn *c)
 {
+	run(c, 0);
+}
+
+/* again: a decision started before a reload, made again (counted once). */
+static void run(struct proxy_conn *c, int again)
+{
 	struct proxy_outcome o;
 	proxy_client_set(c, PROXY_CLIENT_WAIT);
 	if (c->gen != c->srv->gen) {
@@ -473,7 +489,8 @@ void proxy_pipeline_run(struct proxy_conn *c)
 	/* No dial for a decision the audit log would refuse now (auditwait.c). */
 	if (proxy_audit_admit(c) == -1)
 		return;
-	c->requests++;
+	if (!again)
+		c->requests++;
 
 	/* A request inside a tunnel goes to the tunnel's upstream. */
 	if (c->rq.fixed_upstream) {
@@ -553,6 +570,20 @@ static void hand_over(struct proxy_conn *c)
 
 void proxy_pipeline_connected(struct proxy_conn *c)
 {
+	/* A reload came while connecting: what was decided under the old config is decided again
+	 * under the new one, and the address it reached judged again, before anything is on
+	 * record or moves. */
+	if (c->gen != NULL && c->gen != c->srv->gen) {
+		struct proxy_outcome o;
+		proxy_gen_release(c->gen);
+		c->gen = c->srv->gen;
+		proxy_gen_hold(c->gen);
+		if (session_step(c, &o) == -1 || decide(c, &o) == -1 || still_passes(c, &o) == -1) {
+			proxy_up_drop(c);
+			fail(c, &o);
+			return;
+		}
+	}
 	/* The decision is on record before the first byte; when it cannot be written, nothing
 	 * moves (docs/design.md 3 step 6). */
 	char action[160];
@@ -581,7 +612,7 @@ int proxy_pipeline_recheck(struct proxy_conn *c)
 	struct proxy_outcome o;
 	const char *why = NULL;
 	if (c->session->cfg == NULL) {
-		why = "session removed";
+		why = "no-session";
 	} else {
 		const struct allow_bound *b = &c->session->cfg->bound;
 		struct allow_decision d;

@@ -258,6 +258,7 @@ enum proxy_up_state {
 
 #define PROXY_LINGER_MS 2000            /* how long a last answer's socket lingers */
 #define PROXY_LINGER_BYTES (256 * 1024) /* and how much it reads meanwhile */
+#define PROXY_FLUSH_POLL_MS 20          /* how often a slow TLS reader's answer is retried */
 
 struct proxy_client_half {
 	enum proxy_client_state state;
@@ -265,6 +266,7 @@ struct proxy_client_half {
 	int eof;                        /* the client finished sending (a half-close) */
 	uint64_t linger_bytes;          /* dropped while lingering */
 	uint64_t deadline_ms;           /* headerTimeout or the linger end, when one applies */
+	uint64_t flush_poll_ms;         /* a TLS answer's ciphertext is still to write: try then */
 };
 
 struct proxy_up_half {
@@ -296,6 +298,8 @@ struct proxy_request {
 	char *user, *pass;              /* owned; NULL without credentials */
 	size_t user_len, pass_len;
 	int fixed_upstream;             /* a request inside a tunnel: the upstream is the tunnel's */
+	int dialled;                    /* an upstream address is this request's (dialled, reused or
+	                                   judged for it): its records may name it */
 	char orig_dst[PROXY_ADDR_TEXT]; /* transparent: the destination the client dialled, "" */
 };
 
@@ -382,6 +386,9 @@ struct proxy_conn {
 	int requests;                     /* requests decided on this connection */
 	int inspected;                    /* both halves are TLS that egressd terminates
 	                                     (inspect.c): no splice, no direct writes */
+	int client_tls_done;              /* the client's handshake with egressd completed */
+	const char *door;                 /* the front door a tunnel came in by, when its requests
+	                                     are recorded under another (inspected) */
 	const char *up_tls_error;         /* why egressd's TLS to the upstream failed (owned), or
 	                                     NULL: the next request gets 502 upstream-tls */
 	struct proxy_audit_hold hold;     /* waiting for audit.fsync (auditwait.c) */
@@ -493,8 +500,10 @@ void proxy_tunnel_relay(struct proxy_conn *c);
  * client's TLS with a minted leaf and opens its own TLS to the upstream; the connection then is
  * an HTTP exchange inside TLS (forward.c), each request decided with front "inspected". */
 void proxy_inspect_start(struct proxy_conn *c);
-/* The client's TLS handshake with egressd failed; the upstream's failed (conn.c calls these). */
+/* The client's TLS handshake with egressd failed or did not finish within headerTimeout; the
+ * upstream's failed (conn.c calls these). */
 void proxy_inspect_client_failed(struct proxy_conn *c);
+void proxy_inspect_client_timeout(struct proxy_conn *c);
 void proxy_inspect_upstream_failed(struct proxy_conn *c);
 /* Puts both halves behind TLS filters (bufferevent_openssl): the client's accepting, the
  * upstream's connecting; the filters own the SSLs and the sockets.  0, or -1 (close c). */

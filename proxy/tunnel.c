@@ -67,6 +67,17 @@ static int pass_out(struct proxy_conn *c, size_t n)
 	return 0;
 }
 
+/* Backpressure while records pass before the server's hello (early data, say): the client is
+ * not read while the upstream's output is over the mark; its write callback (conn.c) reads on
+ * again. */
+static int upstream_full(struct proxy_conn *c)
+{
+	if (evbuffer_get_length(bufferevent_get_output(c->up.bev)) < PROXY_HIGH_WATER)
+		return 0;
+	bufferevent_disable(c->client.bev, EV_READ);
+	return 1;
+}
+
 /* Moves n server bytes to the client, within the budget.  0 or -1 as above. */
 static int pass_in(struct proxy_conn *c, size_t n)
 {
@@ -285,11 +296,15 @@ static void step(struct proxy_conn *c)
 			send_established(c);
 			if (pass_out(c, n) == -1)
 				return;
+			if (upstream_full(c))
+				goto wait;
 			continue;
 		case PROXY_TSCAN_PASS:
 			send_established(c);
 			if (pass_out(c, n) == -1)
 				return;
+			if (upstream_full(c))
+				goto wait;
 			continue;
 		case PROXY_TSCAN_OPEN:
 			send_established(c);

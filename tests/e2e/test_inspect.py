@@ -212,6 +212,90 @@ def case_git(h):
     check_eq(pushes, [], "receive-pack requests at the server")
 
 
+def case_handshake_failures(h):
+    # A client that refuses egressd's leaf, and one that stalls its handshake: each gets a
+    # tls-invalid record that says why, the stalled one within headerTimeout.
+    import time
+    import tlsmsg
+    ca = make_ca(h)
+    cert, ctx = origin_cert(h, "tls.test")
+    origin = h.origin(ctx)
+    cfg = base_config(HOSTS, session_bound={"inspect": ["tls.test:*"]},
+                      global_limits={"headerTimeout": "2s", "idleTimeout": "30s"})
+    cfg["tls"] = {"ca": {"cert": ca[0], "key": ca[1]}, "upstreamCA": cert}
+    e = h.egressd(cfg)
+    s = socket.create_connection(("127.0.0.1", e.port), timeout=10)
+    s.sendall(b"CONNECT tls.test:%d HTTP/1.1\r\n\r\n" % origin.port)
+    check(s.recv(100).startswith(b"HTTP/1.1 200"), "the CONNECT's answer")
+    try:
+        ssl.create_default_context().wrap_socket(s, server_hostname="tls.test")
+        check(False, "a client without egressd's CA completed the handshake")
+    except ssl.SSLError as ex:
+        check_eq(ex.reason, "CERTIFICATE_VERIFY_FAILED", "the client's refusal")
+    s.close()
+    s2 = socket.create_connection(("127.0.0.1", e.port), timeout=10)
+    s2.sendall(b"CONNECT tls.test:%d HTTP/1.1\r\n\r\n" % origin.port)
+    check(s2.recv(100).startswith(b"HTTP/1.1 200"), "the second CONNECT's answer")
+    s2.sendall(tlsmsg.real_client_hello("tls.test"))
+    t0 = time.time()
+    s2.settimeout(10)
+    try:
+        while s2.recv(65536):
+            pass
+    except socket.timeout:
+        pass
+    waited = time.time() - t0
+    check(waited < 8, "a stalled handshake was held %.1fs (headerTimeout 2s, idleTimeout 30s)"
+          % waited)
+    s2.close()
+    check_eq(e.stop(), 0, "exit code")
+    recs = e.audit()
+    check_audit_log(recs)
+    refused = [r for r in recs if r["event"] == "connect" and r.get("front") == "inspected"]
+    check_eq([(r["decision"], r["reason"]) for r in refused],
+             [("deny", "tls-invalid"), ("deny", "tls-invalid")], "the inspected door's records")
+    check("unknown ca" in refused[0]["rule"], "the first names the alert: %r" % refused[0]["rule"])
+    check("headerTimeout" in refused[1]["rule"], "the second names the limit: %r"
+          % refused[1]["rule"])
+    ends = [r["end"] for r in recs if r["event"] == "close"]
+    check_eq(ends, ["error", "header-timeout"], "the close records' ends")
+
+
+def case_client_not_reading(h):
+    # A response to a client that reads nothing backs up to the upstream: egressd holds a few
+    # buffers, not the body (200 MiB offered here).
+    import time
+    ca = make_ca(h)
+    cert, ctx = origin_cert(h, "tls.test")
+    offered = []
+
+    def handler(sock):
+        try:
+            t = ctx.wrap_socket(sock, server_side=True)
+            t.recv(4096)
+            t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (200 << 20))
+            chunk = b"Y" * (1 << 20)
+            t.settimeout(3)
+            for _ in range(200):
+                t.sendall(chunk)
+                offered.append(1)
+        except (OSError, ssl.SSLError):
+            pass
+    origin = h.raw(handler)
+    e = inspecting(h, ca, cert, {"inspect": ["tls.test:*"]})
+    t = raw_inspected(e, ca[0], "tls.test", origin.port)
+    t.sendall(b"GET / HTTP/1.1\r\nHost: tls.test:%d\r\n\r\n" % origin.port)
+    rss0 = e.rss_kib()
+    time.sleep(6)
+    rss1 = e.rss_kib()
+    print("     origin sent %d MiB before it blocked; egressd RSS %d -> %d KiB"
+          % (len(offered), rss0, rss1))
+    check(len(offered) < 32, "the origin could send %d MiB to a client that reads nothing"
+          % len(offered))
+    check(rss1 - rss0 < 8192, "egressd grew %d KiB" % (rss1 - rss0))
+    t.close()
+
+
 if __name__ == "__main__":
     run_cases("inspect", [
         ("GET allowed, POST refused (http:write) on one inspected host", case_get_post),
@@ -221,4 +305,7 @@ if __name__ == "__main__":
         ("one leaf for ten connections", case_leaf_cached),
         ("git clone and fetch through inspection, git push refused with the reason shown",
          case_git),
+        ("a refused or stalled handshake with egressd gets a tls-invalid record",
+         case_handshake_failures),
+        ("a client that reads nothing holds the upstream back", case_client_not_reading),
     ])

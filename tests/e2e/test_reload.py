@@ -158,6 +158,79 @@ def case_pool_per_session(h):
     check_eq(e.stop(), 0, "exit code")
 
 
+def case_reload_during_connect(h):
+    # A reload that drops a destination while egressd's connect to it is still in progress: the
+    # connect completes under the new config, which refuses it; no byte reaches the origin.
+    import socket
+    import threading
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    port = ls.getsockname()[1]
+    # A full accept queue drops the next SYN: egressd's connect stays in progress.
+    fillers = []
+    for _ in range(3):
+        f = socket.socket()
+        f.setblocking(False)
+        try:
+            f.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(f)
+    got = []
+    try:
+        time.sleep(0.2)
+        e = h.egressd(base_config({"origin.test": ["127.0.0.1"]},
+                                  session_bound={"allowDomains": ["origin.test:%d" % port],
+                                                 "enforce": "sandbox"},
+                                  global_limits={"connectTimeout": "8s"}))
+        c = Conn(e.port)
+        c.send(b"CONNECT origin.test:%d HTTP/1.1\r\nHost: origin.test:%d\r\n\r\n" % (port, port))
+        time.sleep(0.5)
+        e.rewrite_config(base_config({"origin.test": ["127.0.0.1"]},
+                                     session_bound={"allowDomains": ["other.test"],
+                                                    "enforce": "sandbox"},
+                                     global_limits={"connectTimeout": "8s"}))
+        e.signal(signal.SIGHUP)
+        e.wait_stderr("reloaded", 5)
+
+        def accept_all():
+            ls.settimeout(6)
+            try:
+                while True:
+                    got.append(ls.accept()[0])
+            except OSError:
+                pass
+        threading.Thread(target=accept_all, daemon=True).start()
+        r = c.read_response(head_only=True)
+        check_eq(r.status, 403, "the CONNECT's answer once its connect completes after the reload")
+        check_eq(r.header("X-Egressd-Reason"), "host-not-allowed", "its reason")
+        try:
+            c.send(b"\x00bytes after the reload\n")
+        except OSError:
+            pass
+        time.sleep(1.0)
+        received = b""
+        for s in got:
+            s.setblocking(False)
+            try:
+                received += s.recv(200)
+            except (BlockingIOError, OSError):
+                pass
+        check_eq(received, b"", "bytes the origin received")
+        c.close()
+        check_eq(e.stop(), 0, "exit code")
+        recs = e.audit()
+        check_audit_log(recs)
+        conn = [r for r in recs if r["event"] == "connect" and r.get("host") == "origin.test"]
+        check_eq([(r["decision"], r.get("reason")) for r in conn], [("deny", "host-not-allowed")],
+                 "the tunnel's records")
+    finally:
+        ls.close()
+        for f in fillers + got:
+            f.close()
+
+
 if __name__ == "__main__":
     run_cases("reload", [
         ("SIGHUP applies a valid new config", case_reload_applies),
@@ -169,4 +242,6 @@ if __name__ == "__main__":
         ("a reload names the keys that need a restart; their running values stay",
          case_restart_keys),
         ("the upstream pool is kept per session", case_pool_per_session),
+        ("a reload while egressd connects re-decides the connection before a byte moves",
+         case_reload_during_connect),
     ])

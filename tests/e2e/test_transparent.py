@@ -155,6 +155,10 @@ def case_http_by_host(h):
     reqs = records(e, "request")
     check_eq([(r["front"], r["host"], r["decision"]) for r in reqs],
              [("transparent", "origin.test", "allow")], "request records")
+    # The refusal was an HTTP answer: its record carries the status the client read.
+    denied = [r for r in records(e, "connect") if r.get("host") == "evil.test"]
+    check_eq([(r["decision"], r["reason"], r.get("status")) for r in denied],
+             [("deny", "host-not-allowed", 403)], "the refusal's record")
 
 
 def case_no_name(h):

@@ -479,6 +479,57 @@ def cpu_seconds(pid):
     return (int(parts[11]) + int(parts[12])) / ticks
 
 
+def case_peek_backpressure(h):
+    # While egressd still reads a tunnel's first bytes (the peek), a client that keeps sending
+    # to an origin that reads nothing is held back: egressd does not buffer what it sends.
+    from tlsmsg import real_client_hello
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(8)
+    port = lsock.getsockname()[1]
+    held = []
+
+    def acceptor():
+        while True:
+            try:
+                s, _ = lsock.accept()
+            except OSError:
+                return
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            held.append(s)  # never read
+    threading.Thread(target=acceptor, daemon=True).start()
+    try:
+        e = h.egressd(base_config(HOSTS, session_bound=allow("origin.test")))
+        c = socket.create_connection(("127.0.0.1", e.port), timeout=10)
+        c.sendall(b"CONNECT origin.test:%d HTTP/1.1\r\nHost: origin.test:%d\r\n\r\n"
+                  % (port, port))
+        check(c.recv(4096).startswith(b"HTTP/1.1 200"), "the CONNECT's answer")
+        # Early data: TLS application-data records before the server's hello.
+        c.sendall(real_client_hello("origin.test"))
+        rec = b"\x17\x03\x03" + (16384).to_bytes(2, "big") + b"A" * 16384
+        rss0 = e.rss_kib()
+        sent = 0
+        c.settimeout(2)
+        deadline = time.time() + 10
+        try:
+            while time.time() < deadline and sent < 256 << 20:
+                c.sendall(rec * 16)
+                sent += len(rec) * 16
+        except OSError:
+            pass
+        rss1 = e.rss_kib()
+        print("     the client sent %d MiB before it blocked; egressd RSS %d -> %d KiB"
+              % (sent >> 20, rss0, rss1))
+        check(sent < 64 << 20, "egressd took %d MiB for an origin that reads nothing"
+              % (sent >> 20))
+        check(rss1 - rss0 < 16384, "egressd grew %d KiB" % (rss1 - rss0))
+        c.close()
+    finally:
+        lsock.close()
+        for s in held:
+            s.close()
+
+
 if __name__ == "__main__":
     run_cases("tunnels", [
         ("CONNECT under actions: [all] is denied at once, nothing reaches the origin",
@@ -508,4 +559,5 @@ if __name__ == "__main__":
          case_reload_keepalive_request),
         ("maxClientsPerSource: one address cannot hold every slot", case_per_source),
         ("out of descriptors: refused, not spinning, served again after", case_emfile),
+        ("the peek holds a client back while the origin reads nothing", case_peek_backpressure),
     ])
