@@ -143,6 +143,8 @@ static void tr_start(struct proxy_conn *c)
 	}
 	c->front_state = st;
 	c->rq.front = "transparent";
+	c->rq.tunnel = 1; /* the connection is the tunnel: its refusals are connect records, also
+	                   * those decided before a name is known (tls-invalid, bad-request) */
 	if (original_dst(bufferevent_getfd(c->client.bev), st, c->rq.orig_dst,
 	            sizeof c->rq.orig_dst) == -1) {
 		char rule[120];
@@ -199,8 +201,11 @@ static void tr_start(struct proxy_conn *c)
 }
 
 /* The Host of a complete plain HTTP request head at the start of in, into name; 1 found, 0 no
- * Host, -1 more bytes needed, -2 not a request head. */
-static int http_host(struct proxy_conn *c, struct evbuffer *in, char *name, size_t cap)
+ * Host, -1 more bytes needed, -2 not a request head, -3 a Host that is no host (why says how:
+ * raw non-ASCII, a bad port), which is a bad-request as on every door, never a connection
+ * without a name. */
+static int http_host(struct proxy_conn *c, struct evbuffer *in, char *name, size_t cap,
+        char *why, size_t whylen)
 {
 	const struct allow_global_limits *lim = &c->srv->gen->cfg->limits;
 	struct evbuffer *copy = evbuffer_new();
@@ -212,8 +217,7 @@ static int http_host(struct proxy_conn *c, struct evbuffer *in, char *name, size
 	proxy_h1_init(&m, HTTP_REQUEST, (uint32_t)lim->max_header_bytes, (uint32_t)lim->max_headers,
 	        NULL);
 	const char *reason;
-	char why[300];
-	int rc = proxy_h1_request_head(&m, copy, &reason, why, sizeof why);
+	int rc = proxy_h1_request_head(&m, copy, &reason, why, whylen);
 	int out = -2;
 	if (rc == 0)
 		out = -1;
@@ -221,10 +225,15 @@ static int http_host(struct proxy_conn *c, struct evbuffer *in, char *name, size
 		size_t hl;
 		const char *h = proxy_h1_get(&m, "host", &hl);
 		struct allow_dest d;
+		enum allow_canon_err err;
 		out = 0;
-		if (h != NULL && allow_canon_authority(h, hl, 80, &d) == ALLOW_CANON_OK) {
+		if (h != NULL && (err = allow_canon_authority(h, hl, 80, &d)) == ALLOW_CANON_OK) {
 			snprintf(name, cap, "%s", d.host);
 			out = 1;
+		} else if (h != NULL) {
+			snprintf(why, whylen, "The Host header's host is not valid (%s)",
+			        allow_canon_strerror(err));
+			out = -3;
 		}
 	}
 	proxy_h1_free(&m);
@@ -281,12 +290,17 @@ static void tr_read(struct proxy_conn *c)
 		        "The tunnel's first bytes must be a TLS ClientHello");
 		return;
 	}
-	int h = http_host(c, in, name, sizeof name);
+	char hwhy[300];
+	int h = http_host(c, in, name, sizeof name, hwhy, sizeof hwhy);
 	if (h == -1 && !c->client.eof)
 		return;
-	if (h >= 0) {
+	if (h >= 0 || h == -3) {
 		st->http = 1;
 		c->answer = proxy_answer_http; /* its denials are HTTP answers, with their status */
+	}
+	if (h == -3) {
+		proxy_refuse(c, 400, "bad-request", "", hwhy); /* no rule: as every door's */
+		return;
 	}
 	if (h == 1 && set_dest(c, name, ALLOW_TUNNEL_UNKNOWN) == 0) {
 		proxy_pipeline_run(c);

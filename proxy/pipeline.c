@@ -217,8 +217,11 @@ static struct proxy_session *identify(struct proxy_conn *c, struct proxy_outcome
 	} else {
 		sc = by_peer(cfg, &c->peer);
 	}
+	/* A transparent client never talked to a proxy: it cannot send credentials, and a 407
+	 * would ask it for what it cannot give. */
+	int can_auth = c->rq.front == NULL || strcmp(c->rq.front, "transparent") != 0;
 	if (sc == NULL) {
-		if (any_token)
+		if (any_token && can_auth)
 			proxy_outcome_set(o, 407, "auth-required", "sessions.*.auth",
 			        "No session matched this connection; send credentials SESSION:TOKEN");
 		else
