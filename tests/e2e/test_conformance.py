@@ -14,6 +14,11 @@ column is a front door with the protocol spoken inside it:
   socks5-ssh   the same through SOCKS5
   connect-raw  CONNECT, then bytes that are neither TLS nor HTTP (an opaque tunnel)
   socks5-raw   the same through SOCKS5
+  transparent-tls   no proxy asked for: a connection to 192.0.2.1 (or an IP literal's address)
+                    that nft redirects to listen.transparent, then TLS; named by its SNI
+  transparent-http  the same, then plain HTTP; named by its Host
+  inspected    CONNECT, then TLS that egressd terminates (the session inspects every host),
+               then plain HTTP requests inside, each decided
 
 Every cell asserts what the user observes: the HTTP status (and X-Egressd-Reason, Retry-After,
 Proxy-Authenticate), the SOCKS reply code, or the close of a tunnel after its success answer;
@@ -32,10 +37,10 @@ Speed: one egressd per config group, shared by every row and door of the group; 
 its own session (its own credentials, bound, limits and counters), so cells never disturb each
 other.  Rows whose cells wait (timeouts, expiry, silence) run their cells in parallel.
 
-Adding a front door (transparent, inspected TLS): write a Door subclass with a name, front (the
-audit `front`), inner (the protocol inside: forward, tls, http, ssh, raw), listener, and open()
-for a tunnel door (or send() for a door of its own kind), add it to DOORS, and state n/a or its
-own values in the rows where it differs.  docs/testing.md, "The conformance table", says more.
+Adding a front door: write a Door subclass with a name, front (the audit `front`), inner (the
+protocol inside: forward, tls, http, ssh, raw, inspected), listener, and open() for a tunnel door
+(or send() for a door of its own kind; stream(), shows() and record_front() where it differs),
+add it to DOORS, and state n/a or its own values in the rows where it differs.  docs/testing.md, "The conformance table", says more.
 
 The file runs in a private network namespace (harness.rerun_in_netns), so that a bypass of the
 address policy cannot send a packet beyond this machine and port 443 can be bound; without one,
