@@ -378,6 +378,11 @@ class BenchClientTest(unittest.TestCase):
                                            "--deadline", "30", stdin="close\n")
             self.assertEqual(rc, 0, err)
             self.assertEqual((out[0]["open"], out[1]["closed"]), (3, 3))
+            # The stub's threads record what they saw after their 0.5 s wait (or at the close,
+            # which can come first); on a loaded machine they may not have run yet.
+            deadline = time.monotonic() + 10
+            while len(proxy.after_200) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
             self.assertEqual(proxy.after_200, [b"", b"", b""])
             # Without --silent the same client sends its request right after the 200.
             proxy.after_200 = []
