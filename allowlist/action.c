@@ -111,6 +111,7 @@ unsigned allow_http_action(const char *method, const char *target, size_t len, i
 #define HTTP_LEAVES                                                                          \
 	(ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH)
 #define SSH_LEAVES (ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE)
+#define GIT_LEAVES (ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH)
 
 unsigned allow_tunnel_carries(enum allow_tunnel_kind k)
 {
@@ -119,12 +120,21 @@ unsigned allow_tunnel_carries(enum allow_tunnel_kind k)
 	case ALLOW_TUNNEL_HTTP:
 		return HTTP_LEAVES;
 	case ALLOW_TUNNEL_SSH:
-		return SSH_LEAVES;
+		/* git over ssh (a fetch or a push) looks like any other ssh session. */
+		return SSH_LEAVES | GIT_LEAVES;
 	case ALLOW_TUNNEL_OTHER:
 	case ALLOW_TUNNEL_UNKNOWN:
 		break;
 	}
 	return ALLOW_TAGS_ALL;
+}
+
+/* The leaves of which every use of a tunnel of kind k carries at least one: denying all of
+ * them denies the tunnel outright.  A git fetch or push over ssh is an ssh session too
+ * (ssh:read or ssh:write besides its git tag), so denying ssh:read and ssh:write is enough. */
+static unsigned tunnel_needs(enum allow_tunnel_kind k)
+{
+	return k == ALLOW_TUNNEL_SSH ? SSH_LEAVES : allow_tunnel_carries(k);
 }
 
 const char *allow_tunnel_kind_name(enum allow_tunnel_kind k)
@@ -181,12 +191,20 @@ static void decide_kind(const struct allow_bound *b, const struct allow_dest *d,
 		return;
 	allow_tags_format(denied, ", ", names, sizeof names);
 	allow_tags_format(carries, ", ", carried, sizeof carried);
-	if (denied == carries) {
+	if ((denied & tunnel_needs(k)) == tunnel_needs(k)) {
 		*inspect = 0;
 		out->reason = ALLOW_ACTION_DENIED;
+		allow_tags_format(denied & tunnel_needs(k), ", ", names, sizeof names);
 		snprintf(out->rule, sizeof out->rule, "actions: %s", names);
-		snprintf(out->hint, sizeof out->hint,
-		        "remove from actions one of %s, which is all %s carries", names, kind_text(k));
+		if (k == ALLOW_TUNNEL_SSH)
+			snprintf(out->hint, sizeof out->hint,
+			        "remove from actions one of %s, one of which every ssh session (git "
+			        "over ssh included) carries",
+			        names);
+		else
+			snprintf(out->hint, sizeof out->hint,
+			        "remove from actions one of %s, which is all %s carries", names,
+			        kind_text(k));
 		return;
 	}
 	if (k == ALLOW_TUNNEL_HTTP || *inspect)
@@ -199,6 +217,11 @@ static void decide_kind(const struct allow_bound *b, const struct allow_dest *d,
 		        "add \"%s\" to inspect (egressd then decides each request inside the "
 		        "tunnel), or remove %s from actions",
 		        d->host, names);
+	else if (k == ALLOW_TUNNEL_SSH && (denied & GIT_LEAVES))
+		snprintf(out->hint, sizeof out->hint,
+		        "remove %s from actions: egressd cannot tell git over ssh from any other ssh "
+		        "session (git over HTTPS to a host in inspect is decided request by request)",
+		        names);
 	else
 		snprintf(out->hint, sizeof out->hint,
 		        "remove %s from actions: egressd cannot tell the actions inside %s apart",

@@ -122,13 +122,7 @@ static void print_tunnels(FILE *out, const struct allow_bound *b)
 			continue;
 		}
 		if (d.reason == ALLOW_OK) {
-			fprintf(out, "relayed after the first bytes are checked");
-			/* git push over ssh is ssh:write on the wire (section 4.5). */
-			if (kinds[k] == ALLOW_TUNNEL_SSH && (b->deny_actions & ALLOW_TAG_GIT_PUSH) &&
-			        !(b->deny_actions & ALLOW_TAG_SSH_WRITE))
-				fprintf(out, " (git push over ssh is ssh:write there, which is not "
-				             "denied: deny ssh:write too to stop it)");
-			fputc('\n', out);
+			fprintf(out, "relayed after the first bytes are checked\n");
 			continue;
 		}
 		if (d.reason == ALLOW_ACTION_DENIED || kinds[k] != ALLOW_TUNNEL_TLS) {

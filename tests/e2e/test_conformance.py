@@ -110,7 +110,7 @@ HOSTS = {
 
 # The leaf tags an opaque tunnel of each kind carries, as the audit record lists them.
 TLS_ACTIONS = "git:fetch,git:push,http:read,http:write"
-SSH_ACTIONS = "ssh:read,ssh:write"
+SSH_ACTIONS = "git:fetch,git:push,ssh:read,ssh:write"
 ALL_ACTIONS = "dns,git:fetch,git:push,http:read,http:write,net:raw,ssh:read,ssh:write"
 KIND_ACTIONS = {"tls": TLS_ACTIONS, "http": TLS_ACTIONS, "ssh": SSH_ACTIONS, "raw": ALL_ACTIONS,
                 "inspected": TLS_ACTIONS}
@@ -1338,7 +1338,8 @@ def http_action(method, path):
 OPAQUE = {"tls": "opaque HTTPS carries http:read, http:write, git:fetch and git:push alike, "
                  "and egressd cannot tell them apart inside TLS it does not terminate "
                  "(design 4.5)",
-          "ssh": "an opaque SSH tunnel carries ssh:read and ssh:write (design 4.5)",
+          "ssh": "an opaque SSH tunnel carries ssh:read and ssh:write, and git over ssh "
+                 "git:fetch and git:push, which egressd cannot tell from a shell (design 4.5)",
           "raw": "an opaque tunnel carries every action (design 4.5)"}
 INSPECT = {"reason": "inspection-required", "stage": "first-bytes"}
 
@@ -1401,17 +1402,18 @@ def action_rows():
         (["write"], "POST", "/x", A, I, I, I),
         (["http:read"], "GET", "/x", A, I, "allow", I),
         (["http:write"], "POST", "/x", A, I, "allow", I),
-        (["git:fetch"], "GET", GITF, A, I, "allow", I),
-        (["git:push"], "POST", "/o/r.git/git-receive-pack", A, I, "allow", I),
-        (["git:push"], "GET", "/o/r.git/info/refs?service=git-receive-pack", A, I, "allow", I),
+        (["git:fetch"], "GET", GITF, A, I, I, I),
+        (["git:push"], "POST", "/o/r.git/git-receive-pack", A, I, I, I),
+        (["git:push"], "GET", "/o/r.git/info/refs?service=git-receive-pack", A, I, I, I),
         (["ssh:read"], "GET", "/x", "allow", "allow", I, I),
         (["ssh:write"], "GET", "/x", "allow", "allow", I, I),
         (["ssh:read", "ssh:write"], "GET", "/x", "allow", "allow", A, I),
         (["net:raw"], "GET", "/x", "allow", "allow", "allow", I),
         (["dns"], "GET", "/x", "allow", "allow", "allow", I),
         (["http:read", "http:write"], "GET", "/x", A, I, "allow", I),
-        (["http:read", "http:write", "git:fetch", "git:push"], "POST", "/x", A,
-         A, "allow", I),
+        # every http and git leaf: ssh could carry git, so every kind is refused at once
+        (["http:read", "http:write", "git:fetch", "git:push"], "POST", "/x", A, None, None,
+         None),
     ]
     for tags, method, path, fwd, tls, ssh, raw in specs:
         name = "actions: [%s], %s %s" % (", ".join(tags), method, path)
@@ -1449,8 +1451,9 @@ def action_rows():
     # neighbours: the same bound lets the other actions through
     rows.append(Row("allowed: actions: [git:push], POST .../git-upload-pack is git:fetch",
                     bound=actions("git:push"), method="POST", path="/o/r.git/git-upload-pack",
-                    body=b"0000", per=per_kind(tls=I, raw=I),
-                    why="a fetch is not a push: the http doors pass it"))
+                    body=b"0000", per=per_kind(tls=I, ssh=I, raw=I),
+                    why="a fetch is not a push: the http doors pass it (git over ssh cannot "
+                        "be told from a push)"))
     rows.append(Row("actions: [http:write], POST /api?q=git-upload-pack is http:write",
                     bound=actions("http:write"), method="POST", path="/api?q=git-upload-pack",
                     body=b"data", deny=(A, 403, "actions: http:write"),

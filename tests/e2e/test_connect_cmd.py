@@ -125,6 +125,21 @@ class Sshd:
                                                                     self.repo)],
                    env=env, timeout=60)
 
+    def git_push(self, proxy_url, work):
+        """Pushes a new commit from a clone in work to the repository's main over ssh."""
+        ssh = ("ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o BatchMode=yes "
+               "-o StrictHostKeyChecking=yes -o UserKnownHostsFile=%s "
+               "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 "
+               "-o ProxyCommand='%s connect --proxy %s %%h %%p'"
+               % (os.path.join(self.dir, "user"), self.known_hosts, EGRESSD_BIN, proxy_url))
+        env = dict(clean_env(), GIT_SSH_COMMAND=ssh, GIT_TERMINAL_PROMPT="0",
+                   GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.test",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.test")
+        run(["git", "init", "-q", work], env=env)
+        run(["git", "-C", work, "commit", "-q", "--allow-empty", "-m", "pushed"], env=env)
+        return run(["git", "-C", work, "push", "ssh://%s@sshd.test:%d%s" % (
+            self.user, self.port, self.repo), "HEAD:refs/heads/pushed"], env=env, timeout=60)
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -174,6 +189,29 @@ def case_git_over_ssh_denied(h):
                        what="connect record for sshd.test")
     check_eq((rec["decision"], rec["reason"]), ("deny", "host-not-allowed"), "deny record")
     check_eq(e.stop(), 0, "egressd exit")
+
+
+def case_git_push_over_ssh_refused(h):
+    """actions: [git:push] refuses git push over ssh: egressd cannot tell git over ssh from any
+    other ssh session, so it refuses the SSH tunnel (inspection-required) before a byte of the
+    client's reaches sshd; the classifier says git:push for the same line."""
+    s = sshd(h)
+    bound = dict(sandbox("sshd.test"), actions=["git:push"])
+    e = h.egressd(base_config(HOSTS, bound))
+    r = s.git_push("http://127.0.0.1:%d" % e.port, os.path.join(h.tmp, "work"))
+    check(r.returncode != 0, "git push over ssh succeeded under actions: [git:push]: %s"
+          % r.stderr.decode())
+    refs = run(["git", "--git-dir", s.repo, "for-each-ref", "--format=%(refname)"]).stdout
+    check_eq(refs.decode(), "refs/heads/main\n", "the origin's refs after the refused push")
+    check("Accepted publickey" not in s.read_log(), "sshd saw a login: %s" % s.read_log())
+    rec = e.wait_audit(lambda x: x["event"] == "connect" and x.get("host") == "sshd.test"
+                       and x.get("decision") == "deny", what="deny record for sshd.test")
+    check_eq((rec["reason"], rec["rule"]), (
+        "inspection-required",
+        "actions: git:push (an SSH tunnel carries git:fetch, git:push, ssh:read, ssh:write)"),
+        "deny record")
+    check_eq(e.stop(), 0, "egressd exit")
+    check_audit_log(e.audit())
 
 
 def case_relay_from_https_proxy(h):
@@ -312,6 +350,7 @@ if __name__ == "__main__":
     run_cases("egressd connect", [
         ("git ls-remote over ssh through egressd connect, allowed", case_git_over_ssh_allowed),
         ("git ls-remote over ssh through egressd connect, denied", case_git_over_ssh_denied),
+        ("git push over ssh refused under actions: [git:push]", case_git_push_over_ssh_refused),
         ("raw relay, proxy and credentials from HTTPS_PROXY", case_relay_from_https_proxy),
         ("a refused tunnel: exit 1 with the reason", case_denied_exit_1),
         ("usage errors and an unreachable proxy", case_usage_and_unreachable),

@@ -394,7 +394,8 @@ def case_ssh_nc_denied_actions(h):
     cons = [r for r in recs if r["event"] == "connect"]
     check_eq([(r["decision"], r.get("reason"), r.get("action"), r.get("rule")) for r in cons],
              [("allow", None, None, "allowDomains: sshd.test:*"),
-              ("deny", "action-denied", "ssh:read,ssh:write", "actions: ssh:read, ssh:write")],
+              ("deny", "action-denied", "git:fetch,git:push,ssh:read,ssh:write",
+               "actions: ssh:read, ssh:write")],
              "connect records: the tunnel, then what it turned out to carry")
     close = [r for r in recs if r["event"] == "close" and r["conn"] == cons[0]["conn"]]
     check_eq((close[0]["end"], close[0]["bytes_out"]), ("denied", 0),

@@ -101,16 +101,28 @@ static const struct tunnel_case tunnel_cases[] = {
         {"git:push", "other.test", ALLOW_TUNNEL_TLS, ALLOW_INSPECTION_REQUIRED, 0},
         {"http:read,http:write", NULL, ALLOW_TUNNEL_TLS, ALLOW_INSPECTION_REQUIRED, 0},
         {"git:push", NULL, ALLOW_TUNNEL_HTTP, ALLOW_OK, 0},
-        {"git:push", NULL, ALLOW_TUNNEL_SSH, ALLOW_OK, 0},
+        /* git over ssh is an ssh session: a bound that denies git:push (or git:fetch) cannot
+         * tell it from a shell and refuses ssh tunnels; denying ssh:read and ssh:write denies */
+        {"git:push", NULL, ALLOW_TUNNEL_SSH, ALLOW_INSPECTION_REQUIRED, 0},
+        {"git:fetch", NULL, ALLOW_TUNNEL_SSH, ALLOW_INSPECTION_REQUIRED, 0},
+        {"git:push", "h.test", ALLOW_TUNNEL_SSH, ALLOW_INSPECTION_REQUIRED, 0},
+        {"ssh:read,ssh:write,git:push", NULL, ALLOW_TUNNEL_SSH, ALLOW_ACTION_DENIED, 0},
+        {"http:read,http:write", NULL, ALLOW_TUNNEL_SSH, ALLOW_OK, 0},
         {"git:push", NULL, ALLOW_TUNNEL_OTHER, ALLOW_INSPECTION_REQUIRED, 0},
         {"git:push", NULL, ALLOW_TUNNEL_UNKNOWN, ALLOW_OK, 0},
         {"ssh:write", NULL, ALLOW_TUNNEL_SSH, ALLOW_INSPECTION_REQUIRED, 0},
         {"ssh:write", NULL, ALLOW_TUNNEL_TLS, ALLOW_OK, 0},
         {"ssh:read,ssh:write", NULL, ALLOW_TUNNEL_SSH, ALLOW_ACTION_DENIED, 0},
-        /* every http and git leaf denied: HTTPS and plain HTTP both denied, ssh still goes */
+        /* every http and git leaf denied: HTTPS and plain HTTP both denied, and ssh refused
+         * (it could carry git), so a CONNECT is answered at once */
         {"http:read,http:write,git:fetch,git:push", NULL, ALLOW_TUNNEL_TLS, ALLOW_ACTION_DENIED,
                 0},
-        {"http:read,http:write,git:fetch,git:push", NULL, ALLOW_TUNNEL_UNKNOWN, ALLOW_OK, 0},
+        {"http:read,http:write,git:fetch,git:push", NULL, ALLOW_TUNNEL_SSH,
+                ALLOW_INSPECTION_REQUIRED, 0},
+        {"http:read,http:write,git:fetch,git:push", NULL, ALLOW_TUNNEL_UNKNOWN,
+                ALLOW_ACTION_DENIED, 0},
+        /* every http leaf denied, git not: ssh still goes */
+        {"http:read,http:write", NULL, ALLOW_TUNNEL_UNKNOWN, ALLOW_OK, 0},
         /* only dns left: every kind is denied or refused, so a CONNECT is answered at once */
         {"git:fetch,git:push,http:read,http:write,ssh:read,ssh:write", NULL,
                 ALLOW_TUNNEL_UNKNOWN, ALLOW_ACTION_DENIED, 0},
