@@ -286,6 +286,12 @@ static void tr_read(struct proxy_conn *c)
 		break;
 	}
 	if (st->port == 443) {
+		/* No name yet: the record names the original address and the session of the
+		 * client's address, as decide_literal's would. */
+		char ip[INET6_ADDRSTRLEN] = "";
+		inet_ntop(st->orig.family, st->orig.addr, ip, sizeof ip);
+		set_dest(c, ip, ALLOW_TUNNEL_UNKNOWN);
+		proxy_pipeline_name_session(c);
 		proxy_refuse(c, 403, "tls-invalid", "port 443 carries only TLS",
 		        "The tunnel's first bytes must be a TLS ClientHello");
 		return;

@@ -238,6 +238,28 @@ static struct proxy_session *identify(struct proxy_conn *c, struct proxy_outcome
 	return s;
 }
 
+/* Takes s as the connection's session (held until the close); it no longer counts against
+ * its client address's share. */
+static void session_attach(struct proxy_conn *c, struct proxy_session *s)
+{
+	c->session = s;
+	proxy_session_hold(s);
+	if (c->source_counted) {
+		proxy_source_del(c->srv, &c->peer);
+		c->source_counted = 0;
+	}
+}
+
+void proxy_pipeline_name_session(struct proxy_conn *c)
+{
+	struct proxy_outcome o;
+	if (c->session != NULL || c->rq.has_cred)
+		return;
+	struct proxy_session *s = identify(c, &o);
+	if (s != NULL)
+		session_attach(c, s);
+}
+
 /* Session, then its limits.  0, or -1 with o filled. */
 static int session_step(struct proxy_conn *c, struct proxy_outcome *o)
 {
@@ -257,14 +279,8 @@ static int session_step(struct proxy_conn *c, struct proxy_outcome *o)
 		        "One connection belongs to one session; open a new connection for another");
 		return -1;
 	}
-	if (c->session == NULL) {
-		c->session = s;
-		proxy_session_hold(s);
-		if (c->source_counted) {
-			proxy_source_del(c->srv, &c->peer);
-			c->source_counted = 0;
-		}
-	}
+	if (c->session == NULL)
+		session_attach(c, s);
 	const struct allow_limits *lim = &s->cfg->limits;
 	char rule[160];
 	if (proxy_now_ms() >= proxy_session_expiry(s)) {

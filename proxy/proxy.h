@@ -434,6 +434,10 @@ void proxy_request_clear(struct proxy_request *rq);
  * The same for every front door: session, limits, decision, resolution, address judgement,
  * decision record, dial.  Ends in c->front->allowed(c), or in proxy_deny(). */
 void proxy_pipeline_run(struct proxy_conn *c);
+/* A connection refused before its request names a destination (a transparent one whose first
+ * bytes are no request): takes the session its client address belongs to, so that the record
+ * names it, without counting the connection against the session's limits. */
+void proxy_pipeline_name_session(struct proxy_conn *c);
 /* The upstream connected (conn.c): record the decision and hand over to the front door. */
 void proxy_pipeline_connected(struct proxy_conn *c);
 /* Writes the deny record of o and renders o through c->answer. */
