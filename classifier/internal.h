@@ -178,6 +178,12 @@ int cls_rule_dns(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
  * than run.  0 or -1. */
 int cls_rule_tools(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_uv(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+/* Program text an interpreter reads from a static here-doc or here-string (base, bl: the
+ * interpreter's basename): scanned as a one-liner of its language is (net:raw for a network
+ * API, refused when it runs commands); an interpreter with no such table adds nothing.  0 or
+ * -1. */
+int cls_scan_program(
+        struct cls_ctx *c, const char *base, size_t bl, const struct cls_word *text);
 /* npx, uvx: the package is fetched (http:read) from the family's registry (ALLOW_REG_NPM or
  * ALLOW_REG_PYPI) unless the options or the line's environment name another. */
 void cls_package_fetch(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned family);

@@ -77,6 +77,37 @@ static void git_remote_host(struct cls_ctx *c, const struct cls_word *w)
 	cls_add_host(c, w->s, (size_t)(colon - w->s));
 }
 
+/* The transports a remote operand may use (F-C6): git over SSH is an SSH connection, so a
+ * fetch is ssh:read and a push ssh:write besides the git tag; git:// is git's own protocol on
+ * a raw connection (net:raw).  HTTP(S), FTP and local paths add nothing. */
+#define GIT_T_SSH 1u
+#define GIT_T_RAW 2u
+
+/* The transports of remote operand w (a URL, scp-like HOST:PATH, a path or a remote's name). */
+static unsigned git_transport(const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return GIT_T_SSH | GIT_T_RAW; /* any URL */
+	const char *sep = strstr(w->s, "://");
+	if (sep != NULL) {
+		size_t sl = (size_t)(sep - w->s);
+		static const char *const plain[] = {"http", "https", "ftp", "ftps", "file", NULL};
+		if (sl == 3 && strncasecmp(w->s, "git", 3) == 0)
+			return GIT_T_RAW;
+		for (size_t i = 0; plain[i] != NULL; i++)
+			if (sl == strlen(plain[i]) && strncasecmp(w->s, plain[i], sl) == 0)
+				return 0;
+		return GIT_T_SSH; /* ssh://, git+ssh://, a remote helper's */
+	}
+	if (w->s[0] == '/' || w->s[0] == '.' || w->s[0] == '~')
+		return 0; /* a local repository */
+	if (w->len > 5 && memcmp(w->s, "ext::", 5) == 0)
+		return 0; /* its command is classified (git_transport_commands) */
+	/* scp-like [user@]host:path (no slash before the colon), a remote helper's
+	 * TRANSPORT::ADDRESS, or a remote's name whose URL is in the config: SSH may be it */
+	return GIT_T_SSH;
+}
+
 /* The options with a separate value of the subcommands whose operands name a remote, so that
  * a value is not taken for the repository (`git clone -b main HOST:r`). */
 static const char *const git_remote_lv[] = {"branch", "origin", "config", "upload-pack",
@@ -92,12 +123,13 @@ static const char *const git_remote_lv[] = {"branch", "origin", "config", "uploa
  * host) and gives a host only as a URL with a scheme.  `--repo=URL` names one too.  Options may
  * stand anywhere before `--`, as git's parse-options allows; `sv` are the subcommand's short
  * options with a value. */
-static void git_remote_operands(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i,
-        const char *sv, size_t repo)
+static unsigned git_remote_operands(struct cls_ctx *c, const struct cls_word *v, size_t n,
+        size_t i, const char *sv, size_t repo)
 {
 	const struct cls_opts spec = {sv, NULL, git_remote_lv, 0, 0};
 	size_t pos = 0;
-	int dashdash = 0;
+	int dashdash = 0, named = 0;
+	unsigned t = 0;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
 		if (!dashdash && w->len > 1 && w->s[0] == '-' && !(w->flags & CLS_W_LEADEXP)) {
@@ -113,19 +145,42 @@ static void git_remote_operands(struct cls_ctx *c, const struct cls_word *v, siz
 					u.s += 7;
 					u.len -= 7;
 					git_remote_host(c, &u);
+					t |= git_transport(&u);
+					named = 1;
 				} else if (cls_word_is(&v[j], "--repo") && j + 1 < k) {
 					git_remote_host(c, &v[j + 1]);
+					t |= git_transport(&v[j + 1]);
+					named = 1;
 				}
 			i = k > i ? k : i + 1;
 			continue;
 		}
-		if (pos == repo)
+		if (pos == repo) {
 			git_remote_host(c, w);
-		else if (!(w->flags & CLS_W_EXP) && strstr(w->s, "://") != NULL)
+			t |= git_transport(w);
+			named = 1;
+		} else if (!(w->flags & CLS_W_EXP) && strstr(w->s, "://") != NULL) {
 			cls_add_url_host(c, w, 0);
+		}
 		pos++;
 		i++;
 	}
+	/* no repository operand: the branch's remote, whose URL is in the config */
+	return named ? t : GIT_T_SSH;
+}
+
+/* An exchange nobody can tell: either git tag over any transport ("unsure means more"). */
+#define GIT_ANY \
+	(ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH | ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE)
+
+/* The tags of a git exchange over transports t: the git tag, and SSH's for SSH. */
+static void git_tags(struct cls_ctx *c, unsigned t, int push)
+{
+	c->tags |= push ? ALLOW_TAG_GIT_PUSH : ALLOW_TAG_GIT_FETCH;
+	if (t & GIT_T_SSH)
+		c->tags |= push ? ALLOW_TAG_SSH_WRITE : ALLOW_TAG_SSH_READ;
+	if (t & GIT_T_RAW)
+		c->tags |= ALLOW_TAG_NET_RAW;
 }
 
 /* The short options with a separate value of each remote-naming subcommand. */
@@ -345,15 +400,15 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	            cls_word_is(sub, "clone") || cls_word_is(sub, "ls-remote")) == -1)
 		return -1;
 	if (in_set(git_push, sub)) {
-		c->tags |= ALLOW_TAG_GIT_PUSH;
-		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
+		unsigned t = git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
+		git_tags(c, cls_word_is(sub, "http-push") ? 0 : t, 1);
 		return 0;
 	}
 	if (in_set(git_fetch, sub)) {
-		c->tags |= ALLOW_TAG_GIT_FETCH;
 		/* git request-pull START URL [END] */
-		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub),
+		unsigned t = git_remote_operands(c, v, n, i + 1, git_remote_sv(sub),
 		        cls_word_is(sub, "request-pull") ? 1 : 0);
+		git_tags(c, cls_word_is(sub, "http-fetch") ? 0 : t, 0);
 		return 0;
 	}
 	size_t k = first_operand(v, n, i + 1);
@@ -363,23 +418,23 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return 0;
 		if (cls_word_is(op, "update") || cls_word_is(op, "prune") ||
 		        (cls_word_is(op, "show") && !(k + 1 < n && cls_word_is(&v[k + 1], "-n")))) {
-			c->tags |= ALLOW_TAG_GIT_FETCH;
+			git_tags(c, GIT_T_SSH, 0);
 		} else if (cls_word_is(op, "add")) {
 			/* -f, --fetch or a prefix of it (--fe): parse-options takes prefixes */
 			for (size_t j = k + 1; j < n; j++)
 				if (cls_word_is(&v[j], "-f") || git_long_is(&v[j], "fetch", 1) ||
 				        (v[j].len > 1 && v[j].s[0] == '-' && v[j].s[1] != '-' &&
 				                memchr(v[j].s, 'f', v[j].len)))
-					c->tags |= ALLOW_TAG_GIT_FETCH;
+					git_tags(c, GIT_T_SSH, 0);
 		} else if (op->flags & CLS_W_EXP) {
-			c->tags |= ALLOW_TAG_GIT_FETCH;
+			git_tags(c, GIT_T_SSH, 0);
 		}
 		return 0;
 	}
 	if (cls_word_is(sub, "archive")) {
 		for (size_t j = i + 1; j < n; j++)
 			if (git_long_is(&v[j], "remote", 1) || (v[j].flags & CLS_W_LEADEXP))
-				c->tags |= ALLOW_TAG_GIT_FETCH;
+				git_tags(c, GIT_T_SSH, 0);
 		return 0;
 	}
 	if (cls_word_is(sub, "submodule")) {
@@ -387,10 +442,9 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return 0;
 		if (cls_word_is(op, "update") || cls_word_is(op, "add") ||
 		        cls_word_is(op, "sync")) {
-			c->tags |= ALLOW_TAG_GIT_FETCH;
 			/* add [-b BRANCH] REPO [PATH]; update and sync take paths */
-			git_remote_operands(c, v, n, k + 1, "b",
-			        cls_word_is(op, "add") ? 0 : (size_t)-1);
+			git_tags(c, git_remote_operands(c, v, n, k + 1, "b",
+			                    cls_word_is(op, "add") ? 0 : (size_t)-1), 0);
 			return 0;
 		}
 		if (cls_word_is(op, "foreach")) {
@@ -420,18 +474,18 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return cls_run_script(c, s, p, v[j].off, 0);
 		}
 		if (op->flags & CLS_W_EXP)
-			c->tags |= ALLOW_TAG_GIT_FETCH;
+			git_tags(c, GIT_T_SSH, 0);
 		return 0;
 	}
 	if (cls_word_is(sub, "subtree")) {
 		if (op == NULL)
 			return 0;
 		if (cls_word_is(op, "push"))
-			c->tags |= ALLOW_TAG_GIT_PUSH;
+			git_tags(c, GIT_T_SSH, 1);
 		else if (cls_word_is(op, "pull") || cls_word_is(op, "add"))
-			c->tags |= ALLOW_TAG_GIT_FETCH;
+			git_tags(c, GIT_T_SSH, 0);
 		else if (!cls_word_is(op, "split") && !cls_word_is(op, "merge"))
-			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+			c->tags |= GIT_ANY;
 		return 0;
 	}
 	if (cls_word_is(sub, "lfs")) {
@@ -443,11 +497,11 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		        "prune", "fsck", "lock", "locks", "unlock", "update", "ext", "smudge",
 		        "clean", "filter-process", "merge-driver", "standalone-file", NULL};
 		if (cls_word_is(op, "push"))
-			c->tags |= ALLOW_TAG_GIT_PUSH;
+			git_tags(c, GIT_T_SSH, 1);
 		else if (in_set(lfs_fetch, op))
-			c->tags |= ALLOW_TAG_GIT_FETCH;
+			git_tags(c, GIT_T_SSH, 0);
 		else if (!in_set(lfs_local, op))
-			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+			c->tags |= GIT_ANY;
 		return 0;
 	}
 	if (cls_word_is(sub, "rebase")) {
@@ -495,7 +549,7 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		        strncasecmp(aliases[a].name, sub->s, sub->len) == 0)
 			return git_run_alias(c, &aliases[a], v, n, i, flags);
 	/* unknown: an alias from a config file, or an external git-foo */
-	c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+	c->tags |= GIT_ANY;
 	return 0;
 }
 
@@ -573,7 +627,7 @@ static int git_main(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 	}
 	if (i >= n) {
 		if (flags & CLS_C_XARGS)
-			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
+			c->tags |= GIT_ANY;
 		return 0;
 	}
 	return git_sub(c, v, n, i, flags, aliases, naliases);
@@ -756,12 +810,80 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 	return 0;
 }
 
+/* What a curl URL's scheme reaches (curl 7.88): HTTP (http, https, and a URL with no scheme
+ * whose host does not make curl guess another protocol), a websocket (both HTTP tags, as on
+ * the wire), SSH (scp, sftp: both SSH tags), nothing (file), or a protocol egressd cannot
+ * tell a read from a write in (telnet sends standard input, gopher and dict send the path,
+ * ftp's -Q and -T, smtp, imap, pop3, ldap, mqtt, rtsp, rtmp, smb, tftp): net:raw.  A scheme
+ * that is not static, or holds curl's own {,} and [] globs, is any of them. */
+#define CURL_HTTP 1u
+#define CURL_WS 2u
+#define CURL_SSH 4u
+#define CURL_RAW 8u
+#define CURL_ANY (CURL_HTTP | CURL_WS | CURL_SSH | CURL_RAW)
+
+static unsigned curl_scheme_of(const char *s, size_t len)
+{
+	if (len == 4 && strncasecmp(s, "http", 4) == 0)
+		return CURL_HTTP;
+	if (len == 5 && strncasecmp(s, "https", 5) == 0)
+		return CURL_HTTP;
+	if ((len == 2 && strncasecmp(s, "ws", 2) == 0) || (len == 3 && strncasecmp(s, "wss", 3) == 0))
+		return CURL_WS;
+	if ((len == 3 && strncasecmp(s, "scp", 3) == 0) ||
+	        (len == 4 && strncasecmp(s, "sftp", 4) == 0))
+		return CURL_SSH;
+	if (len == 4 && strncasecmp(s, "file", 4) == 0)
+		return CURL_HTTP; /* local, but the public sample says http:read: kept */
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '-' && s[i] != '.')
+			return CURL_ANY; /* an expansion or a glob in the scheme */
+	return CURL_RAW;
+}
+
+/* The scheme of URL word w; def is the scheme for a URL with none (--proto-default). */
+static unsigned curl_url_scheme(const struct cls_word *w, unsigned def)
+{
+	if (w->flags & CLS_W_LEADEXP)
+		return CURL_HTTP; /* out of reach: see cls_rule_curl */
+	const char *sep = w->len >= 3 ? strstr(w->s, "://") : NULL;
+	if (sep != NULL)
+		return curl_scheme_of(w->s, (size_t)(sep - w->s));
+	if (def != CURL_HTTP)
+		return def;
+	/* curl guesses the protocol of a URL with no scheme from its host's first label */
+	static const char *const guess[] = {"ftp.", "dict.", "ldap.", "imap.", "smtp.", "pop3.",
+	        NULL};
+	const char *h = w->s;
+	const char *at = memchr(w->s, '@', w->len);
+	const char *slash = memchr(w->s, '/', w->len);
+	if (at != NULL && (slash == NULL || at < slash))
+		h = at + 1;
+	for (size_t i = 0; guess[i] != NULL; i++)
+		if (strncasecmp(h, guess[i], strlen(guess[i])) == 0)
+			return CURL_RAW;
+	return CURL_HTTP;
+}
+
 int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"AbcCdDeEFHKmoPQrtTuUwxXyYz", NULL, curl_lv, 0, 0};
 	struct curl_state st = {0, 0, 0, 0, 0};
 	size_t i = 1;
 	int urls_only = 0;
+	unsigned schemes = 0, def = CURL_HTTP;
+	int nurl = 0;
+	/* --proto-default SCHEME (or a prefix of it): the scheme of URLs that name none */
+	for (size_t j = 1; j + 1 < n; j++) {
+		if (cls_word_is(&v[j], "--")) /* then only URLs */
+			break;
+		if (v[j].len > 8 && starts_with(&v[j], "--proto-d")) {
+			const char *eq = memchr(v[j].s, '=', v[j].len);
+			const char *val = eq ? eq + 1 : v[j + 1].s;
+			size_t vl = eq ? v[j].len - (size_t)(eq + 1 - v[j].s) : v[j + 1].len;
+			def = curl_scheme_of(val, vl);
+		}
+	}
 	if (flags & CLS_C_XOPTS)
 		st.unknown = 1; /* xargs appends words the line wrote: options, maybe */
 	while (i < n) {
@@ -778,20 +900,41 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 				urls_only = 1;
 			/* --url VALUE is a URL too */
 			for (size_t j = i; j < k; j++)
-				if ((cls_word_is(&v[j], "--url") && j + 1 < k))
+				if ((cls_word_is(&v[j], "--url") && j + 1 < k)) {
 					cls_add_url_host(c, &v[j + 1], 1);
-				else if (starts_with(&v[j], "--url=")) {
+					schemes |= curl_url_scheme(&v[j + 1], def);
+					nurl++;
+				} else if (starts_with(&v[j], "--url=")) {
 					struct cls_word u = v[j];
 					u.s += 6;
 					u.len -= 6;
 					cls_add_url_host(c, &u, 1);
+					schemes |= curl_url_scheme(&u, def);
+					nurl++;
 				}
 			i = k;
 			continue;
 		}
 		cls_add_url_host(c, w, 1);
+		schemes |= curl_url_scheme(w, def);
+		nurl++;
 		i++;
 	}
+	/* no URL on the line (xargs curl, curl --version): HTTP, as before; the URLs of a file
+	 * (xargs curl < urls.txt) are out of reach.  A word that starts with an expansion, or
+	 * -K, stays read and write over HTTP as the contract says (docs/classifier.md): the
+	 * scheme it may hold is as far out of reach as its host, and the proxy decides the
+	 * connection. */
+	if (nurl == 0 || st.unknown)
+		schemes |= CURL_HTTP;
+	if (schemes & CURL_RAW)
+		c->tags |= ALLOW_TAG_NET_RAW;
+	if (schemes & CURL_SSH)
+		c->tags |= ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE;
+	if (schemes & CURL_WS)
+		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
+	if (!(schemes & CURL_HTTP))
+		return 0;
 	int write = st.upload || (st.body && !st.get) || st.method == 2;
 	if (st.unknown || st.method == 3)
 		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
@@ -893,11 +1036,28 @@ static int wget_opt(void *arg, const struct cls_opt *o)
 	return 0;
 }
 
+/* Whether wget reads URL w over FTP: ftp:// and ftps://, and wget's shorthand HOST:PATH (a
+ * colon before any slash not followed by a port number). */
+static int wget_is_ftp(const struct cls_word *w)
+{
+	if (w->flags & CLS_W_LEADEXP)
+		return 0;
+	const char *sep = strstr(w->s, "://");
+	if (sep != NULL)
+		return (sep - w->s == 3 && strncasecmp(w->s, "ftp", 3) == 0) ||
+		       (sep - w->s == 4 && strncasecmp(w->s, "ftps", 4) == 0);
+	const char *colon = memchr(w->s, ':', w->len);
+	if (colon == NULL || colon == w->s || memchr(w->s, '/', (size_t)(colon - w->s)) != NULL)
+		return 0;
+	return !isdigit((unsigned char)colon[1]);
+}
+
 int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"aABDeiIloOPQRtTUwX", NULL, wget_lv, 0, 0};
 	struct wget_state st = {0, (flags & CLS_C_XOPTS) != 0};
 	size_t i = 1;
+	int nurl = 0, ftp = 0, http = 0;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
 		if ((w->flags & CLS_W_LEADEXP) || may_become_option(w)) {
@@ -910,8 +1070,18 @@ int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 			continue;
 		}
 		cls_add_url_host(c, w, 1);
+		nurl++;
+		if (wget_is_ftp(w))
+			ftp = 1;
+		else
+			http = 1;
 		i++;
 	}
+	/* FTP is a protocol egressd does not tell a read from a write in, as curl's (above) */
+	if (ftp)
+		c->tags |= ALLOW_TAG_NET_RAW;
+	if (!http && nurl > 0 && !st.unknown)
+		return 0;
 	if (st.unknown)
 		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
 	else if (st.write)
@@ -1135,7 +1305,8 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 	        "cancel", "run", "enable", "disable", "delete-asset", "develop", "set-default",
 	        "deploy-key", NULL};
 	if (verb != NULL && in_set(fetchers, verb)) {
-		c->tags |= ALLOW_TAG_GIT_FETCH;
+		/* over HTTPS or SSH, as gh's git_protocol setting says */
+		c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_SSH_READ;
 		if (cls_word_is(verb, "fork"))
 			c->tags |= ALLOW_TAG_HTTP_WRITE;
 	} else if (verb != NULL && in_set(reads, verb)) {
@@ -1150,12 +1321,27 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 
 /* ---- ssh, scp, sftp, rsync -------------------------------------------------------------- */
 
+/* ssh: a login, a remote command, standard input sent to it, or a forwarding (-L, -R, -D,
+ * -W) can read and write on the other end, and nothing on the line tells which (F-C3): every
+ * ssh that connects is ssh:read and ssh:write, as an opaque SSH tunnel is on the wire.  Only
+ * -V, -G (print the configuration) and -Q (list algorithms) connect nowhere. */
+static int ssh_opt(void *arg, const struct cls_opt *o)
+{
+	int *local = arg;
+	if (o->c == 'V' || o->c == 'G' || o->c == 'Q')
+		*local = 1;
+	return 0;
+}
+
 int cls_rule_ssh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	(void)flags;
 	static const struct cls_opts spec = {"BbcDEeFIiJLlmOopQRSWw", NULL, NULL, 0, 0};
-	size_t k = cls_opts_walk(v, n, 1, &spec, NULL, NULL, NULL);
-	c->tags |= ALLOW_TAG_SSH_READ;
+	int local = 0;
+	size_t k = cls_opts_walk(v, n, 1, &spec, ssh_opt, &local, NULL);
+	if (local)
+		return 0;
+	c->tags |= ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE;
 	if (k < n) {
 		const struct cls_word *w = &v[k];
 		if (starts_with(w, "ssh://"))
@@ -1201,13 +1387,28 @@ static void remote_path_host(struct cls_ctx *c, const struct cls_word *w)
 	cls_add_host(c, h, hl);
 }
 
+/* Whether an scp or rsync operand names a remote: [user@]host:path (a colon before any slash),
+ * a URL (scp://, sftp://, rsync://), rsync's host::module; one that is not static may. */
+static int ssh_remote_operand(const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return 1;
+	if (strstr(w->s, "://") != NULL)
+		return 1;
+	const char *colon = memchr(w->s, ':', w->len);
+	return colon != NULL && colon != w->s && memchr(w->s, '/', (size_t)(colon - w->s)) == NULL;
+}
+
+/* scp, sftp and rsync over ssh: ssh:write whenever they reach a remote, in either direction,
+ * as published; ssh:read besides when a source is remote (a download reads, F-C3) and for sftp
+ * (an interactive session does both).  `scp a b` keeps its published ssh:write. */
 int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	(void)flags;
 	static const struct cls_opts spec = {"cDFiJloPSsXRB", NULL, NULL, 0, 0};
 	c->tags |= ALLOW_TAG_SSH_WRITE;
-	size_t i = 1;
+	size_t i = 1, last = n;
 	int sftp = v[0].len >= 4 && strcmp(v[0].s + v[0].len - 4, "sftp") == 0;
+	int read = sftp || (flags & CLS_C_XARGS);
 	while (i < n) {
 		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
 		if (i >= n)
@@ -1216,8 +1417,13 @@ int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 			cls_add_host(c, v[i].s, v[i].len);
 		else
 			remote_path_host(c, &v[i]);
+		if (last != n && ssh_remote_operand(&v[last]))
+			read = 1; /* an operand before the last is a source */
+		last = i;
 		i++;
 	}
+	if (read)
+		c->tags |= ALLOW_TAG_SSH_READ;
 	return 0;
 }
 
@@ -1234,13 +1440,17 @@ static const char *const rsync_lv[] = {"rsh", "rsync-path", "exclude", "include"
 int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"efBTM@", NULL, rsync_lv, 0, 0};
-	int remote = (flags & CLS_C_XARGS) != 0;
+	int remote = (flags & CLS_C_XARGS) != 0, read = remote;
 	size_t i = 1;
+	const struct cls_word *prev = NULL; /* the operand before this one: a source */
 	while (i < n) {
 		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
 		if (i >= n)
 			break;
 		const struct cls_word *w = &v[i++];
+		if (prev != NULL && ssh_remote_operand(prev))
+			read = 1;
+		prev = w;
 		if (w->flags & CLS_W_EXP) {
 			remote = 1;
 			continue;
@@ -1256,8 +1466,16 @@ int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsign
 		remote = 1;
 		remote_path_host(c, w);
 	}
+	/* a single operand lists it: rsync host:dir reads */
+	if (prev != NULL && prev == &v[n - 1] && read == 0 && ssh_remote_operand(prev)) {
+		size_t ops = 0;
+		for (size_t j = 1; j < n; j++)
+			ops += v[j].len > 0 && v[j].s[0] != '-';
+		if (ops == 1)
+			read = 1;
+	}
 	if (remote)
-		c->tags |= ALLOW_TAG_SSH_WRITE;
+		c->tags |= ALLOW_TAG_SSH_WRITE | (read ? ALLOW_TAG_SSH_READ : 0);
 	return 0;
 }
 

@@ -408,6 +408,108 @@ static int t_openssl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsi
 	return 0;
 }
 
+/* gnutls-cli [options] HOST (-p PORT): a TLS client on standard input, like openssl s_client. */
+static int t_gnutls_cli(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const char *const lv[] = {"port", "x509cafile", "x509certfile", "x509keyfile",
+	        "x509crlfile", "sni-hostname", "starttls-proto", "priority", "alpn", "debug",
+	        "save-cert", "save-ocsp", "save-server-trace", "save-client-trace", "pskusername",
+	        "pskkey", "srpusername", "srppasswd", "recordsize", "dh-bits", "keymatexport",
+	        "keymatexportsize", "waitresumption", "ocsp-response", "list-config", "logfile",
+	        "inline-commands-prefix", "provider", "attime", "verify-hostname", "verify-email",
+	        "verify-purpose", "rawpkkeyfile", "rawpkfile", "earlydata", "fips140-mode",
+	        "compress-cert", NULL};
+	return t_rawhost(c, v, n, "pd", lv, 0);
+}
+
+/* busybox ftpget/ftpput [options] HOST REMOTE LOCAL */
+static int t_ftpput(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const char *const lv[] = {"username", "password", "port", NULL};
+	return t_rawhost(c, v, n, "upP", lv, 0);
+}
+
+/* Mail senders: they hand a message to a server (swaks, msmtp name it, sendmail relays). */
+static int t_mailer(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)v;
+	(void)n;
+	(void)flags;
+	c->tags |= ALLOW_TAG_NET_RAW;
+	return 0;
+}
+
+/* Database and cache clients that name a server: redis-cli -h/-u, psql -h/--host or a
+ * postgresql:// URI or host= conninfo, mysql/mariadb -h, mongosh/mongo a mongodb:// URI or
+ * --host.  The protocol carries reads and writes alike: net:raw.  With no host named they
+ * reach the local server (a socket, or loopback): nothing, as any local program. */
+static int db_client(struct cls_ctx *c, const struct cls_word *v, size_t n, int redis, int mongo)
+{
+	int remote = 0;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		struct cls_word hv = *w;
+		int host = 0;
+		if (w->flags & CLS_W_LEADEXP) {
+			remote = 1; /* a host or URI from an expansion */
+			continue;
+		}
+		if ((cls_word_is(w, "-h") && !mongo) || cls_word_is(w, "--host") ||
+		        (cls_word_is(w, "-u") && redis) || (cls_word_is(w, "--uri") && mongo)) {
+			if (i + 1 >= n)
+				break;
+			hv = v[++i];
+			host = 1;
+		} else if (starts_with(w, "--host=") || starts_with(w, "--uri=")) {
+			const char *eq = memchr(w->s, '=', w->len);
+			hv.s = eq + 1;
+			hv.len = w->len - (size_t)(eq + 1 - w->s);
+			host = 1;
+		} else if (!mongo && !redis && w->len > 2 && w->s[0] == '-' && w->s[1] == 'h') {
+			hv.s += 2; /* psql -hHOST, mysql -hHOST */
+			hv.len -= 2;
+			host = 1;
+		} else if (strstr(w->s, "://") != NULL) {
+			cls_add_url_host(c, w, 0);
+			remote = 1;
+		} else if (starts_with(w, "host=") || strstr(w->s, " host=") != NULL) {
+			remote = 1; /* a conninfo string */
+		}
+		if (!host)
+			continue;
+		remote = 1;
+		if (memchr(hv.s, CLS_EXP_MARK, hv.len) != NULL)
+			continue;
+		if (strstr(hv.s, "://") != NULL)
+			cls_add_url_host(c, &hv, 0);
+		else
+			add_hostport_word(c, hv.s, hv.len, hv.off);
+	}
+	if (remote)
+		c->tags |= ALLOW_TAG_NET_RAW;
+	return 0;
+}
+
+static int t_redis_cli(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	return db_client(c, v, n, 1, 0);
+}
+
+static int t_sql_client(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	return db_client(c, v, n, 0, 0);
+}
+
+static int t_mongo(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	return db_client(c, v, n, 0, 1);
+}
+
 /* ---- interpreter one-liners ------------------------------------------------------------- */
 
 enum lang {
@@ -717,6 +819,22 @@ static int one_liner(struct cls_ctx *c, enum lang lang, const struct cls_word *w
 	return 0;
 }
 
+int cls_scan_program(struct cls_ctx *c, const char *base, size_t bl, const struct cls_word *text)
+{
+	static const struct {
+		const char *name;
+		enum lang lang;
+	} langs[] = {{"python", LANG_PYTHON}, {"pypy", LANG_PYTHON}, {"perl", LANG_PERL},
+	        {"ruby", LANG_RUBY}, {"irb", LANG_RUBY}, {"nodejs", LANG_JS}, {"node", LANG_JS},
+	        {"php", LANG_PHP}};
+	for (size_t i = 0; i < sizeof langs / sizeof langs[0]; i++) {
+		size_t nl = strlen(langs[i].name);
+		if (bl >= nl && memcmp(base, langs[i].name, nl) == 0)
+			return one_liner(c, langs[i].lang, text, "here-document");
+	}
+	return 0;
+}
+
 /* Which option of an interpreter carries program text. */
 struct interp_state {
 	struct cls_ctx *c;
@@ -794,7 +912,43 @@ static int t_node(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 	static const struct cls_opts spec = {"eprC", NULL, lv, 0, 0};
 	struct interp_state st = {.c = c, .lang = LANG_JS, .what = "node -e", .code = "ep",
 	        .lcode = lcode, .mod = "r", .lmod = lmod};
-	cls_opts_walk(v, n, 1, &spec, interp_opt, &st, NULL);
+	/* node bundles no short options, but knows -pe (print and eval: the next word is the
+	 * program).  A bundle of letters that holds e or p (-pe, -ep, -ipe) is read as -e:
+	 * node runs -pe's program, and rejects the others, so scanning the next word only adds. */
+	struct cls_word *nv = NULL;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->len < 2 || w->s[0] != '-' || (w->flags & CLS_W_EXP))
+			break;
+		if (w->s[1] == '-') {
+			if (w->len == 2)
+				break;
+			if (memchr(w->s, '=', w->len) == NULL && cls_in_list(lv, w->s + 2, w->len - 2))
+				i++;
+			continue;
+		}
+		int bundle = w->len > 2, ep = 0;
+		for (size_t j = 1; j < w->len && bundle; j++) {
+			char ch = w->s[j];
+			bundle = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+			ep |= ch == 'e' || ch == 'p';
+		}
+		if (bundle && ep) {
+			if (nv == NULL) {
+				nv = cls_alloc(c, n * sizeof *nv, w->off);
+				if (nv == NULL)
+					return -1;
+				memcpy(nv, v, n * sizeof *nv);
+			}
+			nv[i].s = "-e";
+			nv[i].len = 2;
+			i++;
+			continue;
+		}
+		if (w->len == 2 && strchr("eprC", w->s[1]) != NULL)
+			i++;
+	}
+	cls_opts_walk(nv != NULL ? nv : v, n, 1, &spec, interp_opt, &st, NULL);
 	return st.rc;
 }
 
@@ -1436,6 +1590,41 @@ static int t_bun(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 	        {"completions", 0}, {"patch", 0}, {"patch-commit", 0}, {"pm", 0}, {"help", 0},
 	        {NULL, 0}};
 	static const char *const lv[] = {"cwd", "registry", "config", "env-file", NULL};
+	/* bun -e/--eval and -p/--print run their value as a program, as node -e does; a bundle of
+	 * letters that holds e or p is read the same way (scanning it only adds) */
+	for (size_t i = 1; i < n && v[i].len > 1 && v[i].s[0] == '-'; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP)
+			break;
+		if (w->s[1] == '-') {
+			if (w->len == 2)
+				break;
+			struct cls_word val = *w;
+			if (starts_with(w, "--eval=") || starts_with(w, "--print=")) {
+				const char *eq = memchr(w->s, '=', w->len);
+				val.s = eq + 1;
+				val.len = w->len - (size_t)(eq + 1 - w->s);
+			} else if ((cls_word_is(w, "--eval") || cls_word_is(w, "--print")) &&
+			           i + 1 < n) {
+				val = v[++i];
+			} else {
+				if (memchr(w->s, '=', w->len) == NULL &&
+				        cls_in_list(lv, w->s + 2, w->len - 2))
+					i++;
+				continue;
+			}
+			return one_liner(c, LANG_JS, &val, "bun -e");
+		}
+		int ep = 0, letters = 1;
+		for (size_t j = 1; j < w->len && letters; j++) {
+			letters = (w->s[j] >= 'a' && w->s[j] <= 'z') || (w->s[j] >= 'A' && w->s[j] <= 'Z');
+			ep |= w->s[j] == 'e' || w->s[j] == 'p';
+		}
+		if (letters && ep && i + 1 < n)
+			return one_liner(c, LANG_JS, &v[i + 1], "bun -e");
+		if (w->len == 2 && (w->s[1] == 'c' || w->s[1] == 'r'))
+			i++;
+	}
 	size_t k = verb_at(v, n, "c", lv);
 	if (k < n && cls_word_is(&v[k], "x")) {
 		package_tags(c, R, ALLOW_REG_NPM,
@@ -1743,6 +1932,16 @@ static int python_module(struct cls_ctx *c, const struct cls_word *mod, const st
 		return t_hatch(c, v, n, flags);
 	if (cls_word_is(mod, "flit"))
 		return t_flit(c, v, n, flags);
+	/* the standard library's network clients, run as programs (a server such as
+	 * http.server stays none, as the public sample answers) */
+	static const char *const netmods[] = {"ftplib", "smtplib", "telnetlib", "poplib",
+	        "imaplib", "nntplib", NULL};
+	if (word_in(mod, netmods)) {
+		c->tags |= ALLOW_TAG_NET_RAW;
+		if (n > 1 && !(v[1].flags & CLS_W_EXP) && v[1].len > 0 && v[1].s[0] != '-')
+			cls_add_host(c, v[1].s, v[1].len);
+		return 0;
+	}
 	if (cls_word_is(mod, "build")) {
 		/* builds in an isolated environment whose build dependencies it installs */
 		int isolated = 1;
@@ -2390,6 +2589,298 @@ static int t_helm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 	return 0;
 }
 
+/* ---- version control other than git, build tools that publish, rclone ---- */
+
+/* Reads and writes of a tool that may speak HTTP or SSH: which one is in its own config. */
+#define VR (ALLOW_TAG_HTTP_READ | ALLOW_TAG_SSH_READ)
+#define VW (ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_WRITE)
+
+/* hg [global options] VERB: push writes, pull/clone/incoming/outgoing read, an unknown verb
+ * (an extension's) both; the transport (http, ssh) is the remote's, often from hgrc. */
+static int t_hg(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"push", VR | VW}, {"pull", VR}, {"clone", VR},
+	        {"incoming", VR}, {"in", VR}, {"outgoing", VR}, {"out", VR}, {"fetch", VR},
+	        {"unbundle", 0}, {"add", 0}, {"addremove", 0}, {"annotate", 0}, {"blame", 0},
+	        {"archive", 0}, {"backout", 0}, {"bisect", 0}, {"bookmarks", 0}, {"bookmark", 0},
+	        {"branch", 0}, {"branches", 0}, {"cat", 0}, {"commit", 0}, {"ci", 0},
+	        {"config", 0}, {"copy", 0}, {"cp", 0}, {"diff", 0}, {"export", 0}, {"files", 0},
+	        {"forget", 0}, {"graft", 0}, {"grep", 0}, {"heads", 0}, {"help", 0},
+	        {"import", 0}, {"init", 0}, {"locate", 0}, {"log", 0}, {"manifest", 0},
+	        {"merge", 0}, {"parents", 0}, {"paths", 0}, {"phase", 0}, {"purge", 0},
+	        {"rebase", 0}, {"recover", 0}, {"remove", 0}, {"rm", 0}, {"rename", 0}, {"mv", 0},
+	        {"resolve", 0}, {"revert", 0}, {"rollback", 0}, {"root", 0}, {"shelve", 0},
+	        {"status", 0}, {"st", 0}, {"tag", 0}, {"tags", 0}, {"tip", 0}, {"unshelve", 0},
+	        {"update", 0}, {"up", 0}, {"checkout", 0}, {"co", 0}, {"verify", 0},
+	        {"version", 0}, {"histedit", 0}, {"strip", 0}, {"amend", 0}, {"id", 0},
+	        {"identify", 0}, {"summary", 0}, {"sum", 0}, {NULL, 0}};
+	static const char *const lv[] = {"repository", "repo", "cwd", "config", "encoding",
+	        "encodingmode", "color", "pager", NULL};
+	size_t k = verb_at(v, n, "R", lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= VR | VW;
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "hg verb is not static");
+	const struct verb *e = verb_find(verbs, &v[k]);
+	c->tags |= e != NULL ? e->tags : VR | VW;
+	/* a source or destination URL names its host */
+	for (size_t i = k + 1; i < n; i++)
+		if (!(v[i].flags & CLS_W_EXP) && strstr(v[i].s, "://") != NULL)
+			cls_add_url_host(c, &v[i], 0);
+	return 0;
+}
+
+/* svn [options] VERB: commit/import/lock write; copy, move, mkdir, delete and the prop
+ * setters write when given URLs (both, as they may); checkout, update, export, list, log,
+ * cat, info, diff, blame, switch, merge read; an unknown verb both.  svn:// is svnserve's own
+ * protocol: net:raw besides. */
+static int t_svn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"commit", VR | VW}, {"ci", VR | VW},
+	        {"import", VR | VW}, {"lock", VR | VW}, {"unlock", VR | VW}, {"copy", VR | VW},
+	        {"cp", VR | VW}, {"move", VR | VW}, {"mv", VR | VW}, {"rename", VR | VW},
+	        {"ren", VR | VW}, {"mkdir", VR | VW}, {"delete", VR | VW}, {"del", VR | VW},
+	        {"remove", VR | VW}, {"rm", VR | VW}, {"propset", VR | VW}, {"pset", VR | VW},
+	        {"ps", VR | VW}, {"propdel", VR | VW}, {"pdel", VR | VW}, {"pd", VR | VW},
+	        {"propedit", VR | VW}, {"pedit", VR | VW}, {"pe", VR | VW}, {"checkout", VR},
+	        {"co", VR}, {"update", VR}, {"up", VR}, {"export", VR}, {"list", VR}, {"ls", VR},
+	        {"log", VR}, {"cat", VR}, {"info", VR}, {"diff", VR}, {"di", VR}, {"blame", VR},
+	        {"praise", VR}, {"annotate", VR}, {"ann", VR}, {"switch", VR}, {"sw", VR},
+	        {"merge", VR}, {"mergeinfo", VR}, {"propget", VR}, {"pget", VR}, {"pg", VR},
+	        {"proplist", VR}, {"plist", VR}, {"pl", VR}, {"relocate", VR}, {"add", 0},
+	        {"revert", 0}, {"resolve", 0}, {"resolved", 0}, {"cleanup", 0}, {"help", 0},
+	        {"h", 0}, {"patch", 0}, {"changelist", 0}, {"cl", 0}, {"status", 0}, {"stat", 0},
+	        {"st", 0}, {"upgrade", 0}, {NULL, 0}};
+	static const char *const lv[] = {"username", "password", "config-dir", "config-option",
+	        "message", "file", "revision", "depth", "set-depth", "encoding", "targets",
+	        "with-revprop", "accept", "change", "limit", "extensions", "diff-cmd",
+	        "editor-cmd", "search", "search-and", "cl", "changelist", "show-item",
+	        "password-from-stdin", NULL};
+	size_t k = verb_at(v, n, "mFrcxl", lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= VR | VW;
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "svn verb is not static");
+	const struct verb *e = verb_find(verbs, &v[k]);
+	c->tags |= e != NULL ? e->tags : VR | VW;
+	for (size_t i = k + 1; i < n; i++) {
+		if ((v[i].flags & CLS_W_EXP) || strstr(v[i].s, "://") == NULL)
+			continue;
+		cls_add_url_host(c, &v[i], 0);
+		if (starts_with(&v[i], "svn://"))
+			c->tags |= ALLOW_TAG_NET_RAW;
+	}
+	return 0;
+}
+
+/* Whether goal w starts with one of the prefixes (a phase, or plugin: for any of its goals). */
+static int goal_in(const struct cls_word *w, const char *const *set)
+{
+	for (size_t i = 0; set[i] != NULL; i++) {
+		size_t l = strlen(set[i]);
+		if (set[i][l - 1] == ':' ? starts_with(w, set[i])
+		                         : (w->len == l && memcmp(w->s, set[i], l) == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* mvn, mvnw: every goal resolves plugins and dependencies (http:read, none with -o); deploy,
+ * release and site deployment upload (http:write); a plugin goal outside the table both. */
+static int t_mvn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const valued[] = {"-f", "--file", "-s", "--settings", "-gs",
+	        "--global-settings", "-P", "--activate-profiles", "-D", "--define", "-T",
+	        "--threads", "-b", "--builder", "-l", "--log-file", "-pl", "--projects", "-rf",
+	        "--resume-from", "-t", "--toolchains", "-gt", "--global-toolchains", "-Dmaven",
+	        NULL};
+	static const char *const reads[] = {"validate", "initialize", "compile", "test",
+	        "test-compile", "package", "verify", "integration-test", "install", "clean",
+	        "site", "generate-sources", "process-resources", "dependency:", "help:",
+	        "versions:", "archetype:", "compiler:", "surefire:", "failsafe:", "jar:", "war:",
+	        "source:", "javadoc:", "clean:", "install:", "resources:", "spotless:",
+	        "checkstyle:", "enforcer:", "jacoco:", "spring-boot:run", "exec:", "wrapper:",
+	        NULL};
+	static const char *const writes[] = {"deploy", "site-deploy", "deploy:", "release:",
+	        "wagon:", "site:deploy", "site:stage-deploy", "jib:build", "gpg:sign-and-deploy-file",
+	        NULL};
+	int offline = 0, goals = 0;
+	unsigned tags = 0;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP) {
+			tags |= RW;
+			continue;
+		}
+		if (w->len > 1 && w->s[0] == '-') {
+			if (cls_word_is(w, "-o") || cls_word_is(w, "--offline"))
+				offline = 1;
+			else if (word_in(w, valued))
+				i++;
+			continue;
+		}
+		goals++;
+		if (goal_in(w, writes))
+			tags |= RW;
+		else if (goal_in(w, reads))
+			tags |= R;
+		else
+			tags |= RW;
+	}
+	if (goals == 0 && (flags & CLS_C_XARGS))
+		tags |= RW;
+	if (offline)
+		tags &= ~(unsigned)R;
+	c->tags |= tags;
+	return 0;
+}
+
+/* gradle, gradlew: tasks resolve plugins and dependencies (http:read, none with --offline);
+ * publish and upload tasks upload (http:write), publishToMavenLocal excepted; tasks are
+ * the build's own, so one outside the usual names gets both. */
+static int t_gradle(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const valued[] = {"-b", "--build-file", "-c", "--settings-file", "-g",
+	        "--gradle-user-home", "-I", "--init-script", "-p", "--project-dir", "-x",
+	        "--exclude-task", "-P", "--project-prop", "-D", "--system-prop", "-F",
+	        "--dependency-verification", "-M", "--write-verification-metadata", "--console",
+	        "--warning-mode", "--max-workers", "--priority", "--include-build",
+	        "--project-cache-dir", "--update-locks", NULL};
+	static const char *const reads[] = {"build", "assemble", "test", "check", "clean", "jar",
+	        "run", "bootRun", "bootJar", "dependencies", "dependencyInsight", "tasks", "help",
+	        "init", "wrapper", "javadoc", "installDist", "distZip", "distTar", "lint",
+	        "projects", "properties", "classes", "testClasses", "compileJava",
+	        "compileKotlin", "compileTestJava", "processResources", "spotlessApply",
+	        "spotlessCheck", "jacocoTestReport", "detekt", "ktlintCheck", "ktlintFormat",
+	        "publishToMavenLocal", "assembleDebug", "assembleRelease", "bundleRelease",
+	        "bundleDebug", "installDebug", "connectedAndroidTest", "buildEnvironment",
+	        "outgoingVariants", "nativeCompile", NULL};
+	int offline = 0, tasks = 0;
+	unsigned tags = 0;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP) {
+			tags |= RW;
+			continue;
+		}
+		if (w->len > 1 && w->s[0] == '-') {
+			if (cls_word_is(w, "--offline"))
+				offline = 1;
+			else if (word_in(w, valued))
+				i++;
+			continue;
+		}
+		tasks++;
+		/* :sub:task names the task of a subproject */
+		struct cls_word t = *w;
+		const char *colon = memrchr(w->s, ':', w->len);
+		if (colon != NULL) {
+			t.s = colon + 1;
+			t.len = w->len - (size_t)(colon + 1 - w->s);
+		}
+		if (word_in(&t, reads))
+			tags |= R;
+		else
+			tags |= RW;
+	}
+	if (tasks == 0)
+		tags |= (flags & CLS_C_XARGS) ? RW : R; /* the default tasks */
+	if (offline)
+		tags &= ~(unsigned)R;
+	c->tags |= tags;
+	return 0;
+}
+
+/* Whether an rclone operand names a remote (REMOTE:PATH, :BACKEND:PATH): a colon before any
+ * slash.  One that is not static may. */
+static int rclone_remote(const struct cls_word *w)
+{
+	if (w->flags & CLS_W_EXP)
+		return 1;
+	const char *colon = memchr(w->s, ':', w->len);
+	return colon != NULL && memchr(w->s, '/', (size_t)(colon - w->s)) == NULL;
+}
+
+/* rclone VERB: a transfer reads its source and writes its destination when they are remotes
+ * (move and sync delete too), listings read, deletions write, an unknown verb both.  The
+ * remotes' backends (HTTP APIs mostly, sftp, ftp) are in rclone's config, out of reach: HTTP
+ * tags. */
+static int t_rclone(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const struct verb verbs[] = {{"ls", R}, {"lsd", R}, {"lsl", R}, {"lsf", R},
+	        {"lsjson", R}, {"cat", R}, {"size", R}, {"md5sum", R}, {"sha1sum", R},
+	        {"hashsum", R}, {"about", R}, {"tree", R}, {"ncdu", R}, {"check", R},
+	        {"cryptcheck", R}, {"selfupdate", R}, {"delete", RW}, {"deletefile", RW},
+	        {"purge", RW}, {"mkdir", RW}, {"rmdir", RW}, {"rmdirs", RW}, {"touch", RW},
+	        {"rcat", W}, {"settier", RW}, {"dedupe", RW}, {"cleanup", RW}, {"link", RW},
+	        {"config", 0}, {"version", 0}, {"help", 0}, {"listremotes", 0}, {"obscure", 0},
+	        {"genautocomplete", 0}, {"completion", 0}, {"gendocs", 0}, {NULL, 0}};
+	static const char *const transfers[] = {"copy", "copyto", "sync", "move", "moveto",
+	        "bisync", "copyurl", NULL};
+	static const char *const lv[] = {"config", "transfers", "checkers", "bwlimit", "include",
+	        "exclude", "filter", "include-from", "exclude-from", "filter-from", "files-from",
+	        "log-file", "log-level", "max-age", "min-age", "max-size", "min-size", "backup-dir",
+	        "suffix", "order-by", "max-transfer", "cutoff-mode", "compare-dest", "copy-dest",
+	        "user-agent", "header", "retries", "low-level-retries", "timeout", "contimeout",
+	        "stats", "track-renames-strategy", "max-depth", "s3-acl", "drive-chunk-size",
+	        "fast-list", NULL};
+	size_t k = verb_at(v, n, "", lv);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= RW;
+		return 0;
+	}
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "rclone verb is not static");
+	if (!word_in(verb, transfers)) {
+		const struct verb *e = verb_find(verbs, verb);
+		c->tags |= e != NULL ? e->tags : RW;
+		return 0;
+	}
+	const struct cls_opts spec = {"", NULL, lv, 0, 0};
+	const struct cls_word *ops[2] = {NULL, NULL};
+	size_t nops = 0;
+	for (size_t i = k + 1; i < n && nops < 2;) {
+		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+		if (i < n)
+			ops[nops++] = &v[i++];
+	}
+	if (nops < 2) {
+		c->tags |= RW; /* operands from xargs, or a usage error */
+		return 0;
+	}
+	int move = cls_word_is(verb, "move") || cls_word_is(verb, "moveto") ||
+	           cls_word_is(verb, "sync") || cls_word_is(verb, "bisync");
+	if (cls_word_is(verb, "copyurl")) {
+		c->tags |= R;
+		cls_add_url_host(c, ops[0], 0);
+	} else if (rclone_remote(ops[0])) {
+		c->tags |= move ? RW : R;
+	}
+	if (rclone_remote(ops[1]))
+		c->tags |= cls_word_is(verb, "bisync") ? RW : W;
+	return 0;
+}
+
+/* ssh-copy-id [options] [user@]HOST: logs in and appends to authorized_keys. */
+static int t_ssh_copy_id(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct cls_opts spec = {"ipoFt", NULL, NULL, 0, 0};
+	c->tags |= ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE;
+	size_t k = operand(v, n, 1, &spec);
+	if (k < n && !(v[k].flags & CLS_W_EXP))
+		cls_add_host(c, v[k].s, v[k].len);
+	return 0;
+}
+
 /* ---- cloud and cluster clients ---- */
 
 /* Whether a word is an object-store URL (s3://, gs://) rather than a local path. */
@@ -2670,16 +3161,32 @@ static const struct tool tools[] = {
         {"docker", t_docker},
         {"flit", t_flit},
         {"ftp", t_ftp},
+        {"ftpget", t_ftpput},
+        {"ftpput", t_ftpput},
         {"gcloud", t_gcloud},
         {"gem", t_gem},
+        {"gnutls-cli", t_gnutls_cli},
         {"go", t_go},
+        {"gradle", t_gradle},
+        {"gradlew", t_gradle},
         {"grpcurl", t_grpcurl},
         {"gsutil", t_gsutil},
         {"hatch", t_hatch},
         {"helm", t_helm},
+        {"hg", t_hg},
         {"kubectl", t_kubectl},
         {"lftp", t_lftp},
+        {"mariadb", t_sql_client},
         {"microdnf", t_dnf},
+        {"mongo", t_mongo},
+        {"mongodump", t_mongo},
+        {"mongorestore", t_mongo},
+        {"mongosh", t_mongo},
+        {"msmtp", t_mailer},
+        {"mvn", t_mvn},
+        {"mvnw", t_mvn},
+        {"mysql", t_sql_client},
+        {"mysqldump", t_sql_client},
         {"nc", t_nc},
         {"ncat", t_nc},
         {"nerdctl", t_docker},
@@ -2689,17 +3196,27 @@ static const struct tool tools[] = {
         {"npm", t_npm},
         {"openssl", t_openssl},
         {"perl", t_perl},
+        {"pg_dump", t_sql_client},
+        {"pg_dumpall", t_sql_client},
+        {"pg_restore", t_sql_client},
         {"php", t_php},
         {"pip", t_pip},
         {"pipx", t_pipx},
         {"pnpm", t_pnpm},
         {"podman", t_docker},
         {"poetry", t_poetry},
+        {"psql", t_sql_client},
         {"pypy", t_python},
         {"python", t_python},
+        {"rclone", t_rclone},
+        {"redis-cli", t_redis_cli},
         {"ruby", t_ruby},
+        {"sendmail", t_mailer},
         {"skopeo", t_skopeo},
         {"socat", t_socat},
+        {"ssh-copy-id", t_ssh_copy_id},
+        {"svn", t_svn},
+        {"swaks", t_mailer},
         {"telnet", t_telnet},
         {"tftp", t_tftp},
         {"twine", t_twine},

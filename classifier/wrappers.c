@@ -902,6 +902,115 @@ static int w_numactl(struct cls_ctx *c, struct run *r)
 	return shift(r, k);
 }
 
+/* Wrappers that only need an option spec: PROGRAM [options] [N words] COMMAND... (issue F-C5:
+ * ltrace, systemd-run, nsenter, firejail, chronic and their like ran their operand unseen). */
+struct wrapspec {
+	const char *name;
+	const char *sv;            /* short options with a value */
+	const char *so;            /* short options whose value is optional and attached */
+	const char *const *lv;     /* long options with a value */
+	const char *noexec;        /* short options after which no command runs (-p PID) */
+	const char *const *lnoexec; /* long ones */
+	unsigned skip;             /* operands before the command (a lock file, an arch) */
+	int shell;                 /* with no command, an interactive shell runs (stdin) */
+};
+
+static const char *const ltrace_lv[] = {"align", "output", "library", "indent", "config",
+        "filter", NULL};
+static const char *const ltrace_lno[] = {"pid", NULL};
+static const char *const srun_lv[] = {"unit", "property", "description", "slice", "uid", "gid",
+        "nice", "working-directory", "setenv", "host", "machine", "service-type",
+        "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive",
+        "on-calendar", "timer-property", "path-property", "socket-property", "capsule",
+        "json", "expand-environment", "background", NULL};
+static const char *const nsenter_lv[] = {"target", "setuid", "setgid", "user-parent", NULL};
+static const char *const rlwrap_lv[] = {"break-chars", "complete-filenames", "command-name",
+        "histsize", "file", "history-format", "forget-matching", "history-filename",
+        "logfile", "one-shot", "only-cook", "pre-given", "quote-characters",
+        "substitute-prompt", "set-term-name", "wait-before-prompt", "filter", "extra-char-after-completion",
+        NULL};
+static const char *const xvfb_lv[] = {"error-file", "auth-file", "server-num",
+        "xauth-protocol", "server-args", "wait", NULL};
+static const char *const dbus_lv[] = {"config-file", "dbus-daemon", NULL};
+static const char *const inhibit_lv[] = {"what", "who", "why", "mode", NULL};
+static const char *const inhibit_lno[] = {"list", NULL};
+static const char *const user_lv[] = {"user", NULL};
+static const char *const run0_lv[] = {"user", "group", "nice", "chdir", "setenv", "property",
+        "description", "slice", "unit", "machine", "background", "shell-prompt-prefix", NULL};
+static const char *const cgexec_lv[] = {"sticky", NULL};
+static const char *const runcon_lv[] = {"user", "role", "type", "range", NULL};
+static const char *const cpulimit_lv[] = {"limit", "pid", "exe", "path", "cpu", NULL};
+static const char *const cpulimit_lno[] = {"pid", "exe", "path", NULL};
+
+static const struct wrapspec wrapspecs[] = {
+        {"cgexec", "g", NULL, cgexec_lv + 1, NULL, NULL, 0, 0},
+        {"chronic", "", NULL, NULL, NULL, NULL, 0, 0},
+        {"cpulimit", "lpeP", NULL, cpulimit_lv, "pe", cpulimit_lno, 0, 0},
+        {"dbus-run-session", "", NULL, dbus_lv, NULL, NULL, 0, 0},
+        {"dumb-init", "r", NULL, NULL, NULL, NULL, 0, 0},
+        {"firejail", "", NULL, NULL, NULL, NULL, 0, 1},
+        {"ifne", "", NULL, NULL, NULL, NULL, 0, 0},
+        {"lckdo", "w", NULL, NULL, NULL, NULL, 1, 0},
+        {"linux32", "", NULL, NULL, NULL, NULL, 0, 1},
+        {"linux64", "", NULL, NULL, NULL, NULL, 0, 1},
+        {"ltrace", "aADelnosuwxF", NULL, ltrace_lv, "p", ltrace_lno, 0, 0},
+        {"nsenter", "tSG", "muinpUCTrw", nsenter_lv, NULL, NULL, 0, 1},
+        {"pkexec", "", NULL, user_lv, NULL, NULL, 0, 1},
+        {"rlwrap", "bCDfFgHlOPqsStwz", "ap", rlwrap_lv, NULL, NULL, 0, 0},
+        {"run0", "uDg", NULL, run0_lv, NULL, NULL, 0, 1},
+        {"runcon", "urtl", NULL, runcon_lv, NULL, NULL, 0, 0},
+        {"systemd-inhibit", "", NULL, inhibit_lv, NULL, inhibit_lno, 0, 0},
+        {"systemd-run", "CHMEpu", NULL, srun_lv, NULL, NULL, 0, 0},
+        {"tini", "pe", NULL, NULL, NULL, NULL, 0, 0},
+        {"trickle", "duwtln", NULL, NULL, NULL, NULL, 0, 0},
+        {"valgrind", "", NULL, NULL, NULL, NULL, 0, 0},
+        {"xvfb-run", "efnpsw", NULL, xvfb_lv, NULL, NULL, 0, 0},
+};
+
+static int w_spec(struct cls_ctx *c, struct run *r)
+{
+	size_t bl;
+	const char *b = word_base(&r->v[0], &bl);
+	const struct wrapspec *ws = NULL;
+	for (size_t i = 0; i < sizeof wrapspecs / sizeof wrapspecs[0]; i++)
+		if (strlen(wrapspecs[i].name) == bl && memcmp(wrapspecs[i].name, b, bl) == 0)
+			ws = &wrapspecs[i];
+	if (ws == NULL)
+		return 0;
+	const struct cls_opts spec = {ws->sv, ws->so, ws->lv, 0, 0};
+	struct grab g = {.flags = ws->noexec, .lflags = ws->lnoexec};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
+	if (g.flagged)
+		return 0; /* acts on an existing process, or lists */
+	k += ws->skip;
+	if (ws->shell)
+		return shell_when_empty(c, r, k);
+	return shift(r, k);
+}
+
+/* setarch ARCH [options] [COMMAND]: with none, a shell */
+static int w_setarch(struct cls_ctx *c, struct run *r)
+{
+	static const struct cls_opts spec = {"", NULL, NULL, 0, 0};
+	if (r->n < 2 || (r->v[1].len > 1 && r->v[1].s[0] == '-'))
+		return 0; /* --list, --help */
+	return shell_when_empty(c, r, cls_opts_walk(r->v, r->n, 2, &spec, NULL, NULL, NULL));
+}
+
+/* ip [options] netns exec NAME COMMAND, ip vrf exec NAME COMMAND: the command runs; any other
+ * ip command configures the host. */
+static int w_ip(struct cls_ctx *c, struct run *r)
+{
+	(void)c;
+	static const struct cls_opts spec = {"fblnr", NULL, NULL, 0, 0};
+	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
+	if (k + 2 < r->n && (cls_word_is(&r->v[k], "netns") || cls_word_is(&r->v[k], "vrf")) &&
+	        (cls_word_is(&r->v[k + 1], "exec") || cls_word_is(&r->v[k + 1], "exe") ||
+	                cls_word_is(&r->v[k + 1], "e")))
+		return shift(r, k + 3);
+	return 0;
+}
+
 /* ---- programs that run command lines of their own ------------------------------------ */
 
 /* An awk program that can run a command: system(), a pipe to or from a command (print | "cmd",
@@ -1531,8 +1640,13 @@ static int stdin_program(
 		if (r->doc->nonstatic)
 			return refuse_program(c, r->doc->off,
 			        r->doc->download || (r->flags & CLS_C_DLIN), "a here-document");
-		if (!shell)
-			return 0; /* a static program in another language */
+		if (!shell) {
+			/* a static program in another language: scanned as a one-liner's is */
+			size_t bl;
+			const char *base = word_base(&r->v[0], &bl);
+			struct cls_word text = {r->doc->s, r->doc->len, 0, r->doc->off};
+			return cls_scan_program(c, base, bl, &text);
+		}
 		/* the script's commands read the rest of it as their standard input */
 		return cls_run_script(c, r->doc->s, r->doc->len, r->doc->off, inherit | CLS_C_STDIN);
 	}
@@ -1813,7 +1927,12 @@ static int w_mapfile(struct cls_ctx *c, struct run *r)
 	struct cls_word w = *g.vw;
 	w.s = g.val;
 	w.len = g.vlen;
-	return run_word_script(c, &w, "mapfile -C callback", r->flags);
+	/* bash appends the index and the line read to the callback's words (oracle: `scp f h:`
+	 * there copies h: as a source) */
+	if (w.flags & (CLS_W_DL | CLS_W_EXP))
+		return run_word_script(c, &w, "mapfile -C callback", r->flags);
+	return cls_run_script(
+	        c, w.s, w.len, w.off, (r->flags & (CLS_C_PIPED | CLS_C_STDIN)) | CLS_C_XARGS);
 }
 
 static int w_alias(struct cls_ctx *c, struct run *r)
@@ -1949,15 +2068,20 @@ static const struct handler handlers[] = {
         {"bash", w_shell},
         {"builtin", w_builtin},
         {"busybox", w_busybox},
+        {"cgexec", w_spec},
+        {"chronic", w_spec},
         {"chroot", w_chroot},
         {"chrt", w_chrt},
         {"command", w_command},
         {"cp", w_copy},
+        {"cpulimit", w_spec},
         {"curl", h_curl},
         {"dash", w_shell},
+        {"dbus-run-session", w_spec},
         {"declare", w_declare},
         {"dig", h_dns},
         {"doas", w_doas},
+        {"dumb-init", w_spec},
         {"eatmydata", w_nohup},
         {"env", w_env},
         {"eval", w_eval},
@@ -1966,6 +2090,7 @@ static const struct handler handlers[] = {
         {"fakeroot", w_fakeroot},
         {"faketime", w_faketime},
         {"find", w_find},
+        {"firejail", w_spec},
         {"flock", w_flock},
         {"gawk", w_awk},
         {"getopts", w_evaluates},
@@ -1977,13 +2102,19 @@ static const struct handler handlers[] = {
         {"host", h_dns},
         {"http", h_httpie},
         {"https", h_httpie},
+        {"ifne", w_spec},
         {"install", w_copy},
         {"ionice", w_ionice},
+        {"ip", w_ip},
         {"ksh", w_shell},
+        {"lckdo", w_spec},
         {"let", w_evaluates},
         {"link", w_copy},
+        {"linux32", w_spec},
+        {"linux64", w_spec},
         {"ln", w_copy},
         {"local", w_declare},
+        {"ltrace", w_spec},
         {"mapfile", w_mapfile},
         {"mawk", w_awk},
         {"mksh", w_shell},
@@ -1992,9 +2123,11 @@ static const struct handler handlers[] = {
         {"nice", w_nice},
         {"nohup", w_nohup},
         {"npx", w_npx},
+        {"nsenter", w_spec},
         {"nslookup", h_dns},
         {"numactl", w_numactl},
         {"parallel", w_parallel},
+        {"pkexec", w_spec},
         {"printf", w_evaluates},
         {"prlimit", w_prlimit},
         {"proxychains", w_proxychains},
@@ -2003,12 +2136,16 @@ static const struct handler handlers[] = {
         {"read", w_evaluates},
         {"readarray", w_mapfile},
         {"readonly", w_declare},
+        {"rlwrap", w_spec},
         {"rsync", h_rsync},
+        {"run0", w_spec},
+        {"runcon", w_spec},
         {"runuser", w_runuser},
         {"scp", h_scp},
         {"script", w_script},
         {"sed", w_sed},
         {"set", w_set},
+        {"setarch", w_setarch},
         {"setpriv", w_setpriv},
         {"setsid", w_plain},
         {"sftp", h_scp},
@@ -2024,25 +2161,32 @@ static const struct handler handlers[] = {
         {"strace", w_strace},
         {"su", w_su},
         {"sudo", w_sudo},
+        {"systemd-inhibit", w_spec},
+        {"systemd-run", w_spec},
         {"tar", w_tar},
         {"taskset", w_taskset},
         {"test", w_evaluates},
         {"time", w_time},
         {"timeout", w_timeout},
+        {"tini", w_spec},
         {"torsocks", w_torsocks},
+        {"toybox", w_busybox},
         {"trap", w_trap},
+        {"trickle", w_spec},
         {"typeset", w_declare},
         {"unbuffer", w_plain},
         {"unset", w_evaluates},
         {"unshare", w_unshare},
         {"uv", w_uv},
         {"uvx", w_uvx},
+        {"valgrind", w_spec},
         {"wait", w_evaluates},
         {"watch", w_watch},
         {"wget", h_wget},
         {"xargs", w_xargs},
         {"xh", h_httpie},
         {"xhs", h_httpie},
+        {"xvfb-run", w_spec},
         {"zsh", w_shell},
 };
 
