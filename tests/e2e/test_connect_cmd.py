@@ -9,8 +9,10 @@
 - A denial: exit 1, X-Egressd-Reason and the body's line on standard error, nothing sent on.
 - SOCKS5 (socks5h://) through egressd's own listen.socks5.
 
-sshd runs as the user running the test; when that user's login shell cannot run commands
-(nobody's nologin), the ssh cases are SKIPPED with that reason.
+sshd runs as the user running the test (test_exec's Sshd, in the user namespace that
+rerun_in_netns gives an ordinary user, in a nested one that maps that user back); when that
+user's login shell cannot run commands (nobody's nologin), the ssh cases are SKIPPED with that
+reason.
 """
 
 import os
@@ -41,21 +43,49 @@ def run(argv, env=None, stdin=b"", timeout=30, cwd=None):
         raise TestFailure("%r did not finish within %ss" % (argv, timeout))
 
 
+def outside_ids():
+    """The uid and gid outside this user namespace that its root (uid and gid 0) stands for."""
+    ids = []
+    for name in ("uid_map", "gid_map"):
+        with open("/proc/self/" + name) as f:
+            for line in f:
+                inside, outside, count = (int(x) for x in line.split())
+                if inside == 0:
+                    ids.append(outside)
+                    break
+            else:
+                raise TestFailure("no %s line maps 0 here" % name)
+    return ids
+
+
 class Sshd:
     """sshd -D on 127.0.0.1:port with throwaway keys, serving a bare repository."""
 
     def __init__(self, tmp):
-        user = pwd.getpwuid(os.getuid())
+        # As the root of an ordinary user's namespace (rerun_in_netns), sshd would be root and
+        # switch to its privilege-separation user, which the namespace does not map: it runs in
+        # a nested user namespace that maps the user back to their own uid (the same network
+        # namespace), so it is the user's sshd there too, as outside any namespace.
+        wrap = []
+        uid = os.getuid()
+        if uid == 0 and not real_root():
+            uid, gid = outside_ids()
+            wrap = ["unshare", "-U", "--map-user=%d" % uid, "--map-group=%d" % gid, "--"]
+        user = pwd.getpwuid(uid)
         if user.pw_shell.endswith(("nologin", "false")):
             skip("the login shell of %s is %s: sshd cannot run git-upload-pack for "
                           "it" % (user.pw_name, user.pw_shell))
         if not os.path.exists(SSHD):
             skip("%s is not installed (Debian package openssh-server)" % SSHD)
-        if os.getuid() == 0 and not real_root():
-            skip("sshd as the root of a user namespace (an ordinary user's run in a private "
-                 "network namespace) cannot switch to its privilege-separation user, which the "
-                 "namespace does not map; as root this case runs")
-        if os.getuid() == 0 and not os.path.isdir("/run/sshd"):
+        if wrap:
+            probe = subprocess.run(wrap + ["true"], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if probe.returncode != 0:
+                said = " ".join(probe.stderr.split()) or "exit %d" % probe.returncode
+                skip("sshd as the root of a user namespace cannot switch to its "
+                     "privilege-separation user, and a nested namespace that would run it as "
+                     "%s cannot be made here: %s" % (user.pw_name, said))
+        elif uid == 0 and not os.path.isdir("/run/sshd"):
             os.makedirs("/run/sshd", mode=0o755)  # sshd's privilege separation directory
         self.dir = os.path.join(tmp, "sshd")
         os.makedirs(self.dir)
@@ -80,7 +110,8 @@ class Sshd:
         with open(self.known_hosts, "w") as f:
             f.write("[sshd.test]:%d %s\n" % (self.port, hostkey))
         self.log = open(os.path.join(d, "sshd.log"), "wb")
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", os.path.join(d, "sshd_config")],
+        self.proc = subprocess.Popen(wrap + [SSHD, "-D", "-e", "-f",
+                                             os.path.join(d, "sshd_config")],
                                      stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         deadline = time.time() + 10
