@@ -91,7 +91,11 @@ static unsigned git_transport(const struct cls_word *w)
 	const char *sep = strstr(w->s, "://");
 	if (sep != NULL) {
 		size_t sl = (size_t)(sep - w->s);
-		static const char *const plain[] = {"http", "https", "ftp", "ftps", "file", NULL};
+		const char *p = w->s;
+		if ((sl == 4 || (sl == 5 && (p[4] | 0x20) == 's')) && (p[0] | 0x20) == 'h' &&
+		        (p[1] | 0x20) == 't' && (p[2] | 0x20) == 't' && (p[3] | 0x20) == 'p')
+			return 0; /* http, https: nearly every URL */
+		static const char *const plain[] = {"ftp", "ftps", "file", NULL};
 		if (sl == 3 && strncasecmp(w->s, "git", 3) == 0)
 			return GIT_T_RAW;
 		for (size_t i = 0; plain[i] != NULL; i++)
@@ -401,14 +405,14 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		return -1;
 	if (in_set(git_push, sub)) {
 		unsigned t = git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
-		git_tags(c, cls_word_is(sub, "http-push") ? 0 : t, 1);
+		git_tags(c, sub->s[0] == 'h' ? 0 : t, 1); /* http-push */
 		return 0;
 	}
 	if (in_set(git_fetch, sub)) {
 		/* git request-pull START URL [END] */
 		unsigned t = git_remote_operands(c, v, n, i + 1, git_remote_sv(sub),
 		        cls_word_is(sub, "request-pull") ? 1 : 0);
-		git_tags(c, cls_word_is(sub, "http-fetch") ? 0 : t, 0);
+		git_tags(c, sub->s[0] == 'h' ? 0 : t, 0); /* http-fetch */
 		return 0;
 	}
 	size_t k = first_operand(v, n, i + 1);
@@ -824,9 +828,9 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 
 static unsigned curl_scheme_of(const char *s, size_t len)
 {
-	if (len == 4 && strncasecmp(s, "http", 4) == 0)
-		return CURL_HTTP;
-	if (len == 5 && strncasecmp(s, "https", 5) == 0)
+	/* http and https (any case) first: nearly every URL */
+	if ((len == 4 || (len == 5 && (s[4] | 0x20) == 's')) && (s[0] | 0x20) == 'h' &&
+	        (s[1] | 0x20) == 't' && (s[2] | 0x20) == 't' && (s[3] | 0x20) == 'p')
 		return CURL_HTTP;
 	if ((len == 2 && strncasecmp(s, "ws", 2) == 0) || (len == 3 && strncasecmp(s, "wss", 3) == 0))
 		return CURL_WS;
@@ -846,8 +850,10 @@ static unsigned curl_url_scheme(const struct cls_word *w, unsigned def)
 {
 	if (w->flags & CLS_W_LEADEXP)
 		return CURL_HTTP; /* out of reach: see cls_rule_curl */
-	const char *sep = w->len >= 3 ? strstr(w->s, "://") : NULL;
-	if (sep != NULL)
+	const char *sep = memchr(w->s, ':', w->len);
+	if (sep != NULL && sep[1] == '/' && sep[2] == '/')
+		return curl_scheme_of(w->s, (size_t)(sep - w->s));
+	if (sep != NULL && (sep = strstr(sep + 1, "://")) != NULL)
 		return curl_scheme_of(w->s, (size_t)(sep - w->s));
 	if (def != CURL_HTTP)
 		return def;
@@ -875,9 +881,11 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 	int nurl = 0;
 	/* --proto-default SCHEME (or a prefix of it): the scheme of URLs that name none */
 	for (size_t j = 1; j + 1 < n; j++) {
-		if (cls_word_is(&v[j], "--")) /* then only URLs */
+		if (v[j].len < 2 || v[j].s[0] != '-' || v[j].s[1] != '-')
+			continue;
+		if (v[j].len == 2 && !(v[j].flags & CLS_W_EXP)) /* then only URLs */
 			break;
-		if (v[j].len > 8 && starts_with(&v[j], "--proto-d")) {
+		if (v[j].len > 8 && memcmp(v[j].s + 2, "proto-d", 7) == 0) {
 			const char *eq = memchr(v[j].s, '=', v[j].len);
 			const char *val = eq ? eq + 1 : v[j + 1].s;
 			size_t vl = eq ? v[j].len - (size_t)(eq + 1 - v[j].s) : v[j + 1].len;

@@ -3235,8 +3235,10 @@ static const struct tool *find_tool(const char *name)
 		size_t mid = (lo + hi) / 2;
 		const char *t = tools[mid].name;
 		int d = (unsigned char)name[0] - (unsigned char)t[0];
-		if (d == 0)
-			d = strcmp(name, t);
+		if (d == 0 && name[0] != '\0')
+			d = (unsigned char)name[1] - (unsigned char)t[1];
+		if (d == 0 && name[0] != '\0' && name[1] != '\0')
+			d = strcmp(name + 2, t + 2);
 		if (d == 0)
 			return &tools[mid];
 		if (d < 0)
