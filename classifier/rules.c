@@ -77,41 +77,6 @@ static void git_remote_host(struct cls_ctx *c, const struct cls_word *w)
 	cls_add_host(c, w->s, (size_t)(colon - w->s));
 }
 
-/* The transports a remote operand may use (F-C6): git over SSH is an SSH connection, so a
- * fetch is ssh:read and a push ssh:write besides the git tag; git:// is git's own protocol on
- * a raw connection (net:raw).  HTTP(S), FTP and local paths add nothing. */
-#define GIT_T_SSH 1u
-#define GIT_T_RAW 2u
-
-/* The transports of remote operand w (a URL, scp-like HOST:PATH, a path or a remote's name). */
-static unsigned git_transport(const struct cls_word *w)
-{
-	if (w->flags & CLS_W_EXP)
-		return GIT_T_SSH | GIT_T_RAW; /* any URL */
-	const char *sep = strstr(w->s, "://");
-	if (sep != NULL) {
-		size_t sl = (size_t)(sep - w->s);
-		const char *p = w->s;
-		if ((sl == 4 || (sl == 5 && (p[4] | 0x20) == 's')) && (p[0] | 0x20) == 'h' &&
-		        (p[1] | 0x20) == 't' && (p[2] | 0x20) == 't' && (p[3] | 0x20) == 'p')
-			return 0; /* http, https: nearly every URL */
-		static const char *const plain[] = {"ftp", "ftps", "file", NULL};
-		if (sl == 3 && strncasecmp(w->s, "git", 3) == 0)
-			return GIT_T_RAW;
-		for (size_t i = 0; plain[i] != NULL; i++)
-			if (sl == strlen(plain[i]) && strncasecmp(w->s, plain[i], sl) == 0)
-				return 0;
-		return GIT_T_SSH; /* ssh://, git+ssh://, a remote helper's */
-	}
-	if (w->s[0] == '/' || w->s[0] == '.' || w->s[0] == '~')
-		return 0; /* a local repository */
-	if (w->len > 5 && memcmp(w->s, "ext::", 5) == 0)
-		return 0; /* its command is classified (git_transport_commands) */
-	/* scp-like [user@]host:path (no slash before the colon), a remote helper's
-	 * TRANSPORT::ADDRESS, or a remote's name whose URL is in the config: SSH may be it */
-	return GIT_T_SSH;
-}
-
 /* The options with a separate value of the subcommands whose operands name a remote, so that
  * a value is not taken for the repository (`git clone -b main HOST:r`). */
 static const char *const git_remote_lv[] = {"branch", "origin", "config", "upload-pack",
@@ -127,13 +92,12 @@ static const char *const git_remote_lv[] = {"branch", "origin", "config", "uploa
  * host) and gives a host only as a URL with a scheme.  `--repo=URL` names one too.  Options may
  * stand anywhere before `--`, as git's parse-options allows; `sv` are the subcommand's short
  * options with a value. */
-static unsigned git_remote_operands(struct cls_ctx *c, const struct cls_word *v, size_t n,
-        size_t i, const char *sv, size_t repo)
+static void git_remote_operands(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i,
+        const char *sv, size_t repo)
 {
 	const struct cls_opts spec = {sv, NULL, git_remote_lv, 0, 0};
 	size_t pos = 0;
-	int dashdash = 0, named = 0;
-	unsigned t = 0;
+	int dashdash = 0;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
 		if (!dashdash && w->len > 1 && w->s[0] == '-' && !(w->flags & CLS_W_LEADEXP)) {
@@ -149,42 +113,19 @@ static unsigned git_remote_operands(struct cls_ctx *c, const struct cls_word *v,
 					u.s += 7;
 					u.len -= 7;
 					git_remote_host(c, &u);
-					t |= git_transport(&u);
-					named = 1;
 				} else if (cls_word_is(&v[j], "--repo") && j + 1 < k) {
 					git_remote_host(c, &v[j + 1]);
-					t |= git_transport(&v[j + 1]);
-					named = 1;
 				}
 			i = k > i ? k : i + 1;
 			continue;
 		}
-		if (pos == repo) {
+		if (pos == repo)
 			git_remote_host(c, w);
-			t |= git_transport(w);
-			named = 1;
-		} else if (!(w->flags & CLS_W_EXP) && strstr(w->s, "://") != NULL) {
+		else if (!(w->flags & CLS_W_EXP) && strstr(w->s, "://") != NULL)
 			cls_add_url_host(c, w, 0);
-		}
 		pos++;
 		i++;
 	}
-	/* no repository operand: the branch's remote, whose URL is in the config */
-	return named ? t : GIT_T_SSH;
-}
-
-/* An exchange nobody can tell: either git tag over any transport ("unsure means more"). */
-#define GIT_ANY \
-	(ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH | ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE)
-
-/* The tags of a git exchange over transports t: the git tag, and SSH's for SSH. */
-static void git_tags(struct cls_ctx *c, unsigned t, int push)
-{
-	c->tags |= push ? ALLOW_TAG_GIT_PUSH : ALLOW_TAG_GIT_FETCH;
-	if (t & GIT_T_SSH)
-		c->tags |= push ? ALLOW_TAG_SSH_WRITE : ALLOW_TAG_SSH_READ;
-	if (t & GIT_T_RAW)
-		c->tags |= ALLOW_TAG_NET_RAW;
 }
 
 /* The short options with a separate value of each remote-naming subcommand. */
@@ -404,15 +345,15 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	            cls_word_is(sub, "clone") || cls_word_is(sub, "ls-remote")) == -1)
 		return -1;
 	if (in_set(git_push, sub)) {
-		unsigned t = git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
-		git_tags(c, sub->s[0] == 'h' ? 0 : t, 1); /* http-push */
+		c->tags |= ALLOW_TAG_GIT_PUSH;
+		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
 		return 0;
 	}
 	if (in_set(git_fetch, sub)) {
+		c->tags |= ALLOW_TAG_GIT_FETCH;
 		/* git request-pull START URL [END] */
-		unsigned t = git_remote_operands(c, v, n, i + 1, git_remote_sv(sub),
+		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub),
 		        cls_word_is(sub, "request-pull") ? 1 : 0);
-		git_tags(c, sub->s[0] == 'h' ? 0 : t, 0); /* http-fetch */
 		return 0;
 	}
 	size_t k = first_operand(v, n, i + 1);
@@ -422,23 +363,23 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return 0;
 		if (cls_word_is(op, "update") || cls_word_is(op, "prune") ||
 		        (cls_word_is(op, "show") && !(k + 1 < n && cls_word_is(&v[k + 1], "-n")))) {
-			git_tags(c, GIT_T_SSH, 0);
+			c->tags |= ALLOW_TAG_GIT_FETCH;
 		} else if (cls_word_is(op, "add")) {
 			/* -f, --fetch or a prefix of it (--fe): parse-options takes prefixes */
 			for (size_t j = k + 1; j < n; j++)
 				if (cls_word_is(&v[j], "-f") || git_long_is(&v[j], "fetch", 1) ||
 				        (v[j].len > 1 && v[j].s[0] == '-' && v[j].s[1] != '-' &&
 				                memchr(v[j].s, 'f', v[j].len)))
-					git_tags(c, GIT_T_SSH, 0);
+					c->tags |= ALLOW_TAG_GIT_FETCH;
 		} else if (op->flags & CLS_W_EXP) {
-			git_tags(c, GIT_T_SSH, 0);
+			c->tags |= ALLOW_TAG_GIT_FETCH;
 		}
 		return 0;
 	}
 	if (cls_word_is(sub, "archive")) {
 		for (size_t j = i + 1; j < n; j++)
 			if (git_long_is(&v[j], "remote", 1) || (v[j].flags & CLS_W_LEADEXP))
-				git_tags(c, GIT_T_SSH, 0);
+				c->tags |= ALLOW_TAG_GIT_FETCH;
 		return 0;
 	}
 	if (cls_word_is(sub, "submodule")) {
@@ -446,9 +387,10 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return 0;
 		if (cls_word_is(op, "update") || cls_word_is(op, "add") ||
 		        cls_word_is(op, "sync")) {
+			c->tags |= ALLOW_TAG_GIT_FETCH;
 			/* add [-b BRANCH] REPO [PATH]; update and sync take paths */
-			git_tags(c, git_remote_operands(c, v, n, k + 1, "b",
-			                    cls_word_is(op, "add") ? 0 : (size_t)-1), 0);
+			git_remote_operands(c, v, n, k + 1, "b",
+			        cls_word_is(op, "add") ? 0 : (size_t)-1);
 			return 0;
 		}
 		if (cls_word_is(op, "foreach")) {
@@ -478,18 +420,18 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 			return cls_run_script(c, s, p, v[j].off, 0);
 		}
 		if (op->flags & CLS_W_EXP)
-			git_tags(c, GIT_T_SSH, 0);
+			c->tags |= ALLOW_TAG_GIT_FETCH;
 		return 0;
 	}
 	if (cls_word_is(sub, "subtree")) {
 		if (op == NULL)
 			return 0;
 		if (cls_word_is(op, "push"))
-			git_tags(c, GIT_T_SSH, 1);
+			c->tags |= ALLOW_TAG_GIT_PUSH;
 		else if (cls_word_is(op, "pull") || cls_word_is(op, "add"))
-			git_tags(c, GIT_T_SSH, 0);
+			c->tags |= ALLOW_TAG_GIT_FETCH;
 		else if (!cls_word_is(op, "split") && !cls_word_is(op, "merge"))
-			c->tags |= GIT_ANY;
+			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
 		return 0;
 	}
 	if (cls_word_is(sub, "lfs")) {
@@ -501,11 +443,11 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		        "prune", "fsck", "lock", "locks", "unlock", "update", "ext", "smudge",
 		        "clean", "filter-process", "merge-driver", "standalone-file", NULL};
 		if (cls_word_is(op, "push"))
-			git_tags(c, GIT_T_SSH, 1);
+			c->tags |= ALLOW_TAG_GIT_PUSH;
 		else if (in_set(lfs_fetch, op))
-			git_tags(c, GIT_T_SSH, 0);
+			c->tags |= ALLOW_TAG_GIT_FETCH;
 		else if (!in_set(lfs_local, op))
-			c->tags |= GIT_ANY;
+			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
 		return 0;
 	}
 	if (cls_word_is(sub, "rebase")) {
@@ -553,7 +495,7 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		        strncasecmp(aliases[a].name, sub->s, sub->len) == 0)
 			return git_run_alias(c, &aliases[a], v, n, i, flags);
 	/* unknown: an alias from a config file, or an external git-foo */
-	c->tags |= GIT_ANY;
+	c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
 	return 0;
 }
 
@@ -631,7 +573,7 @@ static int git_main(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 	}
 	if (i >= n) {
 		if (flags & CLS_C_XARGS)
-			c->tags |= GIT_ANY;
+			c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH;
 		return 0;
 	}
 	return git_sub(c, v, n, i, flags, aliases, naliases);
@@ -1313,8 +1255,7 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 	        "cancel", "run", "enable", "disable", "delete-asset", "develop", "set-default",
 	        "deploy-key", NULL};
 	if (verb != NULL && in_set(fetchers, verb)) {
-		/* over HTTPS or SSH, as gh's git_protocol setting says */
-		c->tags |= ALLOW_TAG_GIT_FETCH | ALLOW_TAG_SSH_READ;
+		c->tags |= ALLOW_TAG_GIT_FETCH;
 		if (cls_word_is(verb, "fork"))
 			c->tags |= ALLOW_TAG_HTTP_WRITE;
 	} else if (verb != NULL && in_set(reads, verb)) {
@@ -1329,27 +1270,12 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 
 /* ---- ssh, scp, sftp, rsync -------------------------------------------------------------- */
 
-/* ssh: a login, a remote command, standard input sent to it, or a forwarding (-L, -R, -D,
- * -W) can read and write on the other end, and nothing on the line tells which (F-C3): every
- * ssh that connects is ssh:read and ssh:write, as an opaque SSH tunnel is on the wire.  Only
- * -V, -G (print the configuration) and -Q (list algorithms) connect nowhere. */
-static int ssh_opt(void *arg, const struct cls_opt *o)
-{
-	int *local = arg;
-	if (o->c == 'V' || o->c == 'G' || o->c == 'Q')
-		*local = 1;
-	return 0;
-}
-
 int cls_rule_ssh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	(void)flags;
 	static const struct cls_opts spec = {"BbcDEeFIiJLlmOopQRSWw", NULL, NULL, 0, 0};
-	int local = 0;
-	size_t k = cls_opts_walk(v, n, 1, &spec, ssh_opt, &local, NULL);
-	if (local)
-		return 0;
-	c->tags |= ALLOW_TAG_SSH_READ | ALLOW_TAG_SSH_WRITE;
+	size_t k = cls_opts_walk(v, n, 1, &spec, NULL, NULL, NULL);
+	c->tags |= ALLOW_TAG_SSH_READ;
 	if (k < n) {
 		const struct cls_word *w = &v[k];
 		if (starts_with(w, "ssh://"))
@@ -1395,28 +1321,13 @@ static void remote_path_host(struct cls_ctx *c, const struct cls_word *w)
 	cls_add_host(c, h, hl);
 }
 
-/* Whether an scp or rsync operand names a remote: [user@]host:path (a colon before any slash),
- * a URL (scp://, sftp://, rsync://), rsync's host::module; one that is not static may. */
-static int ssh_remote_operand(const struct cls_word *w)
-{
-	if (w->flags & CLS_W_EXP)
-		return 1;
-	if (strstr(w->s, "://") != NULL)
-		return 1;
-	const char *colon = memchr(w->s, ':', w->len);
-	return colon != NULL && colon != w->s && memchr(w->s, '/', (size_t)(colon - w->s)) == NULL;
-}
-
-/* scp, sftp and rsync over ssh: ssh:write whenever they reach a remote, in either direction,
- * as published; ssh:read besides when a source is remote (a download reads, F-C3) and for sftp
- * (an interactive session does both).  `scp a b` keeps its published ssh:write. */
 int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
+	(void)flags;
 	static const struct cls_opts spec = {"cDFiJloPSsXRB", NULL, NULL, 0, 0};
 	c->tags |= ALLOW_TAG_SSH_WRITE;
-	size_t i = 1, last = n;
+	size_t i = 1;
 	int sftp = v[0].len >= 4 && strcmp(v[0].s + v[0].len - 4, "sftp") == 0;
-	int read = sftp || (flags & CLS_C_XARGS);
 	while (i < n) {
 		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
 		if (i >= n)
@@ -1425,13 +1336,8 @@ int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 			cls_add_host(c, v[i].s, v[i].len);
 		else
 			remote_path_host(c, &v[i]);
-		if (last != n && ssh_remote_operand(&v[last]))
-			read = 1; /* an operand before the last is a source */
-		last = i;
 		i++;
 	}
-	if (read)
-		c->tags |= ALLOW_TAG_SSH_READ;
 	return 0;
 }
 
@@ -1448,17 +1354,13 @@ static const char *const rsync_lv[] = {"rsh", "rsync-path", "exclude", "include"
 int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"efBTM@", NULL, rsync_lv, 0, 0};
-	int remote = (flags & CLS_C_XARGS) != 0, read = remote;
+	int remote = (flags & CLS_C_XARGS) != 0;
 	size_t i = 1;
-	const struct cls_word *prev = NULL; /* the operand before this one: a source */
 	while (i < n) {
 		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
 		if (i >= n)
 			break;
 		const struct cls_word *w = &v[i++];
-		if (prev != NULL && ssh_remote_operand(prev))
-			read = 1;
-		prev = w;
 		if (w->flags & CLS_W_EXP) {
 			remote = 1;
 			continue;
@@ -1474,16 +1376,8 @@ int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsign
 		remote = 1;
 		remote_path_host(c, w);
 	}
-	/* a single operand lists it: rsync host:dir reads */
-	if (prev != NULL && prev == &v[n - 1] && read == 0 && ssh_remote_operand(prev)) {
-		size_t ops = 0;
-		for (size_t j = 1; j < n; j++)
-			ops += v[j].len > 0 && v[j].s[0] != '-';
-		if (ops == 1)
-			read = 1;
-	}
 	if (remote)
-		c->tags |= ALLOW_TAG_SSH_WRITE | (read ? ALLOW_TAG_SSH_READ : 0);
+		c->tags |= ALLOW_TAG_SSH_WRITE;
 	return 0;
 }
 

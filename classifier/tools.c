@@ -6,6 +6,7 @@
  * gets both its read and its write tag. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "allowlist/registry.h"
 #include "allowlist/tags.h"
@@ -2591,12 +2592,24 @@ static int t_helm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 
 /* ---- version control other than git, build tools that publish, rclone ---- */
 
-/* Reads and writes of a tool that may speak HTTP or SSH: which one is in its own config. */
-#define VR (ALLOW_TAG_HTTP_READ | ALLOW_TAG_SSH_READ)
-#define VW (ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_WRITE)
+/* Reads and writes of hg and svn: HTTP's tags, as the public sample's vocabulary gives a
+ * version-control exchange over any transport one kind of tag (git's); SSH's are added only
+ * for an operand that is an SSH URL (ssh_url_tags). */
+#define VR ALLOW_TAG_HTTP_READ
+#define VW ALLOW_TAG_HTTP_WRITE
+
+/* The verb's tags t, and SSH's besides when operand w is an explicit SSH URL (scheme, of
+ * length sl, then "://"): ssh:read for a read, ssh:write for a write. */
+static unsigned ssh_url_tags(unsigned t, const struct cls_word *w, const char *scheme, size_t sl)
+{
+	if ((w->flags & CLS_W_EXP) || w->len <= sl + 3 || strncasecmp(w->s, scheme, sl) != 0 ||
+	        memcmp(w->s + sl, "://", 3) != 0)
+		return t;
+	return t | ((t & VR) ? ALLOW_TAG_SSH_READ : 0u) | ((t & VW) ? ALLOW_TAG_SSH_WRITE : 0u);
+}
 
 /* hg [global options] VERB: push writes, pull/clone/incoming/outgoing read, an unknown verb
- * (an extension's) both; the transport (http, ssh) is the remote's, often from hgrc. */
+ * (an extension's) both; HTTP's tags, and SSH's besides for an ssh:// operand. */
 static int t_hg(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct verb verbs[] = {{"push", VR | VW}, {"pull", VR}, {"clone", VR},
@@ -2625,18 +2638,21 @@ static int t_hg(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 	if (v[k].flags & CLS_W_EXP)
 		return cls_refuse(c, v[k].off, "hg verb is not static");
 	const struct verb *e = verb_find(verbs, &v[k]);
-	c->tags |= e != NULL ? e->tags : VR | VW;
-	/* a source or destination URL names its host */
+	unsigned t = e != NULL ? e->tags : VR | VW;
+	/* a source or destination URL names its host; ssh:// adds SSH's tags */
 	for (size_t i = k + 1; i < n; i++)
-		if (!(v[i].flags & CLS_W_EXP) && strstr(v[i].s, "://") != NULL)
+		if (!(v[i].flags & CLS_W_EXP) && strstr(v[i].s, "://") != NULL) {
 			cls_add_url_host(c, &v[i], 0);
+			t = ssh_url_tags(t, &v[i], "ssh", 3);
+		}
+	c->tags |= t;
 	return 0;
 }
 
 /* svn [options] VERB: commit/import/lock write; copy, move, mkdir, delete and the prop
  * setters write when given URLs (both, as they may); checkout, update, export, list, log,
  * cat, info, diff, blame, switch, merge read; an unknown verb both.  svn:// is svnserve's own
- * protocol: net:raw besides. */
+ * protocol: net:raw besides; svn+ssh:// adds SSH's tags. */
 static int t_svn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct verb verbs[] = {{"commit", VR | VW}, {"ci", VR | VW},
@@ -2668,14 +2684,16 @@ static int t_svn(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 	if (v[k].flags & CLS_W_EXP)
 		return cls_refuse(c, v[k].off, "svn verb is not static");
 	const struct verb *e = verb_find(verbs, &v[k]);
-	c->tags |= e != NULL ? e->tags : VR | VW;
+	unsigned t = e != NULL ? e->tags : VR | VW;
 	for (size_t i = k + 1; i < n; i++) {
 		if ((v[i].flags & CLS_W_EXP) || strstr(v[i].s, "://") == NULL)
 			continue;
 		cls_add_url_host(c, &v[i], 0);
 		if (starts_with(&v[i], "svn://"))
-			c->tags |= ALLOW_TAG_NET_RAW;
+			t |= ALLOW_TAG_NET_RAW;
+		t = ssh_url_tags(t, &v[i], "svn+ssh", 7);
 	}
+	c->tags |= t;
 	return 0;
 }
 

@@ -50,14 +50,6 @@ GIT_FETCH = {"fetch", "pull", "clone", "ls-remote", "fetch-pack", "http-fetch", 
              "remote-https", "remote-ftp", "remote-ftps", "request-pull"}
 
 
-# Options of the remote-naming subcommands with a separate value (not a repository).
-GIT_VALUED = {"-u", "-b", "-o", "-c", "-j", "-s", "-X", "--depth", "--upload-pack",
-              "--receive-pack", "--exec", "--branch", "--origin", "--config", "--jobs",
-              "--reference", "--template", "--separate-git-dir", "--filter", "--shallow-since",
-              "--shallow-exclude", "--server-option", "--push-option", "--repo", "--deepen",
-              "--strategy", "--strategy-option", "--bundle-uri", "--ref-format"}
-
-
 def git_tags(ident, args):
     if ident.startswith("git-"):
         sub, rest = ident[4:], args
@@ -73,58 +65,28 @@ def git_tags(ident, args):
         if i >= len(args):
             return set()
         sub, rest = args[i], args[i + 1:]
-    ops, k = [], 0
-    while k < len(rest):
-        if rest[k] in GIT_VALUED:
-            k += 2
-            continue
-        if not rest[k].startswith("-"):
-            ops.append(rest[k])
-        k += 1
+    if sub in GIT_PUSH:
+        return {"git:push"}
+    if sub in GIT_FETCH:
+        return {"git:fetch"}
+    ops = [a for a in rest if not a.startswith("-")]
     op = ops[0] if ops else None
-    if sub in GIT_PUSH or sub in GIT_FETCH:
-        push = sub in GIT_PUSH
-        tags = {"git:push" if push else "git:fetch"}
-        repo = ops[1] if sub == "request-pull" and len(ops) > 1 else op
-        tags |= git_transport_tags(repo, push) if not sub.startswith(("http-", "remote-")) \
-            else set()
-        return tags
-    ssh_r = {"ssh:read"}
     if sub == "remote":
         if op in ("update", "prune"):
-            return {"git:fetch"} | ssh_r
+            return {"git:fetch"}
         if op == "show" and "-n" not in rest:
-            return {"git:fetch"} | ssh_r
+            return {"git:fetch"}
         if op == "add" and any(a == "-f" or (len(a) > 2 and "--fetch".startswith(a))
                                for a in rest):
-            return {"git:fetch"} | ssh_r
+            return {"git:fetch"}
         return set()
     if sub == "archive" and any(a.startswith("--remote") for a in rest):
-        return {"git:fetch"} | ssh_r
-    if sub == "submodule" and op == "add":
-        return {"git:fetch"} | git_transport_tags(ops[1] if len(ops) > 1 else None, False)
-    if sub == "submodule" and op == "update":
-        return {"git:fetch"} | ssh_r
+        return {"git:fetch"}
+    if sub == "submodule" and op in ("update", "add"):
+        return {"git:fetch"}
     if sub == "subtree":
-        return {"push": {"git:push", "ssh:write"}, "pull": {"git:fetch"} | ssh_r,
-                "add": {"git:fetch"} | ssh_r}.get(op, set())
+        return {"push": {"git:push"}, "pull": {"git:fetch"}, "add": {"git:fetch"}}.get(op, set())
     return set()
-
-
-def git_transport_tags(repo, push):
-    """What git's transport to repo adds: SSH (scp-like, ssh://, a remote's name or none),
-    git:// (a raw connection), or nothing (HTTP(S), FTP, a local path)."""
-    ssh = {"ssh:write" if push else "ssh:read"}
-    if repo is None:
-        return ssh
-    if "://" in repo:
-        scheme = repo.split("://", 1)[0].lower()
-        if scheme == "git":
-            return {"net:raw"}
-        return set() if scheme in ("http", "https", "ftp", "ftps", "file") else ssh
-    if repo.startswith(("/", ".", "~", "ext::")):
-        return set()
-    return ssh
 
 
 # curl's options with a value, as separate words (their values are no URLs)
@@ -326,7 +288,7 @@ def gh_tags(args):
     verbs = [a for a in rest if not a.startswith("-")]
     verb = verbs[0] if verbs else None
     if verb in ("clone", "checkout", "sync"):
-        return {"git:fetch", "ssh:read"}
+        return {"git:fetch"}
     if verb in ("create", "delete", "edit", "upload", "merge", "close", "comment", "review"):
         return {"http:write"}
     if verb in ("list", "view", "status", "diff", "checks", "download"):
@@ -334,36 +296,13 @@ def gh_tags(args):
     return set()
 
 
-def remote_operand(a):
-    return "://" in a or (":" in a and not a.startswith(":") and
-                          "/" not in a.split(":", 1)[0])
-
-
 def rsync_tags(args):
-    """scp and rsync: ssh:write when a remote is reached, ssh:read too from a remote source."""
-    ops = [a for a in args if not a.startswith("-")]
-    tags = set()
     for a in args:
-        if a.startswith("-e") or a.startswith("--rsh"):
-            tags.add("ssh:write")
-    if any(remote_operand(a) for a in ops):
-        tags.add("ssh:write")
-    if any(remote_operand(a) for a in ops[:-1]) or (len(ops) == 1 and remote_operand(ops[0])):
-        tags.add("ssh:read")
-    return tags
-
-
-def ssh_tags(args):
-    """ssh: read and write on the other end, unless -V, -G or -Q (nothing connects)."""
-    for a in args:
-        if not a.startswith("-") or a == "--":
-            break
-        for ch in a[1:]:
-            if ch in "VGQ":
-                return set()
-            if ch in "BbcDEeFIiJLlmOopRSWw":
-                break
-    return {"ssh:read", "ssh:write"} if args else set()
+        if a.startswith("-e") or a.startswith("--rsh") or a.startswith("rsync://"):
+            return {"ssh:write"}
+        if not a.startswith("-") and ":" in a and "/" not in a.split(":", 1)[0]:
+            return {"ssh:write"}
+    return set()
 
 
 def derive(call):
@@ -384,11 +323,9 @@ def derive(call):
     if ident == "gh":
         return gh_tags(args)
     if ident == "ssh":
-        return ssh_tags(args)
-    if ident == "sftp":
-        return {"ssh:read", "ssh:write"} if args else set()
-    if ident == "scp":
-        return rsync_tags(args) | {"ssh:write"} if args else set()
+        return {"ssh:read"} if args else set()
+    if ident in ("scp", "sftp"):
+        return {"ssh:write"} if args else set()
     if ident == "rsync":
         return rsync_tags(args)
     if ident in ("dig", "host", "nslookup"):

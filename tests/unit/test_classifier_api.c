@@ -33,11 +33,9 @@ static void test_programs_sorted_distinct(void **state)
 	struct cls_result r;
 	assert_int_equal(classify("sudo git push; /usr/bin/git fetch | xargs curl", &r), 0);
 	assert_names(r.programs, r.nprograms, "curl,git,sudo,xargs");
-	/* what git prints becomes curl's arguments: options, maybe (issue 12); the remotes
-	 * git reaches by name may be SSH (F-C6) */
+	/* what git prints becomes curl's arguments: options, maybe (issue 12) */
 	assert_int_equal(r.tags, ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_READ |
-	                                 ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_READ |
-	                                 ALLOW_TAG_SSH_WRITE);
+	                                 ALLOW_TAG_HTTP_WRITE);
 	cls_result_free(&r);
 	cls_result_free(&r); /* freeing twice is harmless */
 }
@@ -125,7 +123,7 @@ static void test_limits(void **state)
 	memset(big, ' ', CLS_MAX_INPUT + 1);
 	memcpy(big, "git push", 8);
 	assert_int_equal(cls_classify(big, CLS_MAX_INPUT, &r), 0);
-	assert_int_equal(r.tags, ALLOW_TAG_GIT_PUSH | ALLOW_TAG_SSH_WRITE);
+	assert_int_equal(r.tags, ALLOW_TAG_GIT_PUSH);
 	cls_result_free(&r);
 	expect_refusal(big, CLS_MAX_INPUT + 1, CLS_MAX_INPUT, "over");
 	free(big);
@@ -156,7 +154,7 @@ static void test_limits(void **state)
 		line[p++] = ')';
 	line[p] = '\0';
 	assert_int_equal(classify(line, &r), 0);
-	assert_int_equal(r.tags, ALLOW_TAG_GIT_PUSH | ALLOW_TAG_SSH_WRITE);
+	assert_int_equal(r.tags, ALLOW_TAG_GIT_PUSH);
 	cls_result_free(&r);
 	/* shells and wrappers count too: 5 levels of them, then 29 subshells */
 	p = (size_t)snprintf(line, sizeof line, "bash -c 'sudo env nice bash -c \"");
@@ -177,7 +175,7 @@ static void test_limits(void **state)
 		p += (size_t)snprintf(line + p, sizeof line - p, " )");
 	snprintf(line + p, sizeof line - p, "\"'");
 	assert_int_equal(classify(line, &r), 0);
-	assert_int_equal(r.tags, ALLOW_TAG_GIT_PUSH | ALLOW_TAG_SSH_WRITE);
+	assert_int_equal(r.tags, ALLOW_TAG_GIT_PUSH);
 	cls_result_free(&r);
 }
 

@@ -89,7 +89,7 @@ static void test_plain(void **state)
 {
 	(void)state;
 	assert_int_equal(run((const char *[]){"classify", "--", "git fetch && git push", NULL}), 0);
-	assert_string_equal(out, "git:fetch,git:push,ssh:read,ssh:write\n");
+	assert_string_equal(out, "git:fetch,git:push\n");
 	assert_int_equal(run((const char *[]){"classify", "--", "ls", "-la", NULL}), 0);
 	assert_string_equal(out, "none\n");
 	assert_int_equal(run((const char *[]){"classify", "--", "echo $(", NULL}), 2);
@@ -119,7 +119,7 @@ static void test_session_decisions(void **state)
 	/* default denies git:push */
 	assert_int_equal(
 	        run((const char *[]){"classify", "-c", cfg_path, "--", "git push", NULL}), 1);
-	assert_string_equal(out, "git:push,ssh:write\n");
+	assert_string_equal(out, "git:push\n");
 	assert_int_equal(run((const char *[]){"classify", "-c", cfg_path, "--session", "default",
 	                         "--", "git fetch", NULL}),
 	        0);

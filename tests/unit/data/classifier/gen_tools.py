@@ -46,7 +46,7 @@ c("nc", "ncat --ssl h.test 443", "net:raw", "ncat")
 c("nc", "netcat h.test 25", "net:raw", "netcat")
 c("nc", "/bin/nc.openbsd h.test 80", "none", "nc.openbsd is another name: not in the table")
 c("nc", "sudo nc h.test 80", "net:raw", "through a wrapper")
-c("nc", "nc -e 'git push' h.test 4444", "git:push,net:raw,ssh:write", "-e runs a command")
+c("nc", "nc -e 'git push' h.test 4444", "git:push,net:raw", "-e runs a command")
 c("nc", "ncat -c 'curl -d @f https://x.test' h.test 1", "http:write,net:raw", "ncat -c runs a shell command")
 c("nc", "nc -e \"$CMD\" h.test 1", "deny", "-e command that is not static")
 c("nc", "man nc", "none", "the manual")
@@ -54,7 +54,7 @@ c("nc", "echo nc h.test 80", "none", "nc as data")
 c("socat", "socat - TCP:h.test:80", "net:raw", "socat to a TCP address")
 c("socat", "socat TCP-LISTEN:8080,fork TCP:h.test:80", "net:raw", "a relay")
 c("socat", "socat - OPENSSL:h.test:443,verify=0", "net:raw", "TLS address with options")
-c("socat", "socat - EXEC:'git push'", "git:push,net:raw,ssh:write", "EXEC runs a command")
+c("socat", "socat - EXEC:'git push'", "git:push,net:raw", "EXEC runs a command")
 c("socat", "socat - SYSTEM:'curl https://x.test'", "http:read,net:raw", "SYSTEM runs a shell command")
 c("socat", "socat -d -d - UDP:192.0.2.1:53", "net:raw", "UDP")
 c("socat", "socat - \"EXEC:$X\"", "deny", "EXEC command that is not static")
@@ -213,14 +213,14 @@ c("gh", "gh api repos/o/r \"$EXTRA\"", "http:read,http:write", "an expansion aft
 c("gh", "gh api \"repos/$REPO/pulls\"", "http:read", "an expansion inside the endpoint only")
 c("gh", "gh api repos/o/r/pulls", "http:read", "plain read")
 c("gh", "gh api -X POST repos/o/r/issues -f title=x", "http:write", "plain write")
-c("git", "git push origin HEAD:main", "git:push,ssh:write", "HEAD:main is a refspec, not a host")
-c("git", "git push origin +HEAD:refs/heads/main", "git:push,ssh:write", "forced refspec")
-c("git", "git push origin :old-branch", "git:push,ssh:write", "delete refspec")
-c("git", "git fetch origin main:main", "git:fetch,ssh:read", "fetch refspec")
-c("git", "git pull origin refs/heads/a:refs/remotes/origin/a", "git:fetch,ssh:read", "pull refspec")
-c("git", "git push -u origin feature:feature", "git:push,ssh:write", "-u is a flag for push")
-c("git", "git clone -b main git@github.com:o/r.git", "git:fetch,ssh:read", "-b takes a value")
-c("git", "git ls-remote origin 'refs/tags/*'", "git:fetch,ssh:read", "a pattern")
+c("git", "git push origin HEAD:main", "git:push", "HEAD:main is a refspec, not a host")
+c("git", "git push origin +HEAD:refs/heads/main", "git:push", "forced refspec")
+c("git", "git push origin :old-branch", "git:push", "delete refspec")
+c("git", "git fetch origin main:main", "git:fetch", "fetch refspec")
+c("git", "git pull origin refs/heads/a:refs/remotes/origin/a", "git:fetch", "pull refspec")
+c("git", "git push -u origin feature:feature", "git:push", "-u is a flag for push")
+c("git", "git clone -b main git@github.com:o/r.git", "git:fetch", "-b takes a value")
+c("git", "git ls-remote origin 'refs/tags/*'", "git:fetch", "a pattern")
 
 # ---- package managers and registries (item 1) ---------------------------------------------
 c = table("tools.tsv")
@@ -243,7 +243,7 @@ for line, exp, note in [
         ("npm uninstall lodash", "none", "local: uninstall"), ("npm version patch", "none", "local: version"),
         ("npm init -y", "none", "init without an initializer"), ("npm init vite@latest", RD, "init NAME fetches create-NAME"),
         ("npm cache clean --force", "none", "cache clean"), ("npm cache add pkg", RD, "cache add fetches"),
-        ("npm exec -- eslint .", RD, "exec fetches the package"), ("npm exec -- git push", "git:push,http:read,ssh:write", "exec runs the command"),
+        ("npm exec -- eslint .", RD, "exec fetches the package"), ("npm exec -- git push", "git:push,http:read", "exec runs the command"),
         ("npm frobnicate", RW, "unknown verb"), ("npm $VERB", "deny", "verb that is not static"),
         ("cd web && npm ci && npm run build", RD, "in a list"),
         ]:
@@ -254,7 +254,7 @@ for line, exp, note in [
         ("pnpm test", "none", "local"), ("pnpm run build", "none", "run"), ("pnpm build", "none", "a package.json script"),
         ("pnpm lint", "none", "a package.json script"), ("pnpm -C web install", RD, "-C takes a value"),
         ("pnpm dlx create-vite app", RD, "dlx fetches"), ("pnpm exec tsc", "none", "exec runs a local binary"),
-        ("pnpm exec git push", "git:push,ssh:write", "exec runs the command"), ("pnpm audit", RW, "audit"),
+        ("pnpm exec git push", "git:push", "exec runs the command"), ("pnpm audit", RW, "audit"),
         ("pnpm frobnicate-things", RW, "unknown verb"), ("pnpm ci", RD, "ci, as issue 12 lists it"),
         ("pnpm view react", RD, "view"),
         ]:
@@ -266,7 +266,7 @@ for line, exp, note in [
         ("yarn npm info react", RD, "yarn npm info"), ("yarn npm tag list react", RD, "tag list"),
         ("yarn build", "none", "a package.json script"), ("yarn test", "none", "test"), ("yarn run dev", "none", "run"),
         ("yarn test:unit", "none", "a script with a colon"), ("yarn dlx create-react-app x", RD, "dlx fetches"),
-        ("yarn exec git push", "git:push,ssh:write", "exec runs the command"), ("yarn workspace web add zod", RD, "workspace NAME add"),
+        ("yarn exec git push", "git:push", "exec runs the command"), ("yarn workspace web add zod", RD, "workspace NAME add"),
         ("yarn workspace web build", "none", "workspace NAME script"), ("yarn global add serve", RD, "global add"),
         ("YARN_NPM_REGISTRY_SERVER=https://y.test yarn install", RD, "registry from the environment"),
         ("yarn frobnicate", RW, "unknown verb"), ("yarn update", RD, "update"), ("yarn ci", RD, "ci"),
@@ -277,7 +277,7 @@ for line, exp, note in [
         ("bun publish", WR, "publish"), ("bun run dev", "none", "run"), ("bun test", "none", "test"),
         ("bun index.ts", "none", "a file"), ("bun dev", "none", "a package.json script"),
         ("bun x cowsay hi", RD, "bun x fetches"), ("bunx prisma generate", RD, "bunx fetches"),
-        ("bun exec 'git push'", "git:push,ssh:write", "bun exec runs a shell string"), ("bun frobnicate", RW, "unknown verb"),
+        ("bun exec 'git push'", "git:push", "bun exec runs a shell string"), ("bun frobnicate", RW, "unknown verb"),
         ("bun ci", RD, "ci"), ("bun view hono", RD, "view"),
         ]:
     c("bun", line, exp, note)
@@ -331,7 +331,7 @@ for line, exp, note in [
         ("poetry install", RD, "install"), ("poetry add requests", RD, "add"), ("poetry update", RD, "update"),
         ("poetry lock", RD, "lock"), ("poetry publish", WR, "publish"), ("poetry publish --build -r private", WR, "publish to a named repository"),
         ("poetry build", "none", "build"), ("poetry show", "none", "show"), ("poetry show --outdated", RD, "show --outdated asks the index"),
-        ("poetry run pytest", "none", "run"), ("poetry run git push", "git:push,ssh:write", "run runs the command"),
+        ("poetry run pytest", "none", "run"), ("poetry run git push", "git:push", "run runs the command"),
         ("poetry self update", RD, "self update"), ("poetry check", "none", "check"), ("poetry frobnicate", RW, "unknown verb"),
         ]:
     c("poetry", line, exp, note)
@@ -379,7 +379,7 @@ for line, exp, note in [
         ("gem install x --source https://gems.mirror.test", RD, "--source"), ("gem frobnicate", RW, "unknown verb"),
         ("bundle", RD, "bundle alone installs"), ("bundle install", RD, "install"), ("bundle update rails", RD, "update"),
         ("bundle add x", RD, "add"), ("bundle exec rspec", "none", "exec runs a local program"),
-        ("bundle exec git push", "git:push,ssh:write", "exec runs the command"), ("bundle check", "none", "check"),
+        ("bundle exec git push", "git:push", "exec runs the command"), ("bundle check", "none", "check"),
         ("bundle config set path vendor", "none", "config"), ("bundle frobnicate", RW, "unknown verb"),
         ]:
     c("gem-bundle", line, exp, note)
