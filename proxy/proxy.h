@@ -127,6 +127,7 @@ struct proxy_server {
 	struct proxy_conn *dead;        /* closed connections, freed by reap (singly linked) */
 	struct event *reap;             /* frees dead connections from the loop */
 	size_t peak_conns;              /* most open connections since memory was last trimmed */
+	struct event *trim;             /* hands freed memory back, shortly after a burst ends */
 	struct proxy_source **sources;  /* per client address: connections without a session */
 	size_t sources_cap;
 	struct proxy_pooled *pool;      /* parked kept-alive upstreams, newest first (pool.c) */

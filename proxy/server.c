@@ -673,6 +673,20 @@ static void reap_dead(evutil_socket_t fd, short what, void *arg)
 	proxy_server_conn_gone(srv);
 }
 
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	malloc_trim(0);
+}
+
+/* How long after a burst ends egressd trims: libevent frees a closed connection's
+ * bufferevents from its own deferred callbacks, a loop turn or more after the close, and a trim
+ * made before that would leave their pages (5,000 closed tunnels kept +150 % of the start's RSS
+ * with an immediate trim, +5 % with one 200 ms later). */
+#define TRIM_DELAY_MS 200
+
 void proxy_server_conn_gone(struct proxy_server *srv)
 {
 	/* After a burst of connections ends, glibc keeps the freed memory; hand it back so that
@@ -680,8 +694,11 @@ void proxy_server_conn_gone(struct proxy_server *srv)
 	 * connections are gone, and when the last connection of a burst closes. */
 	if ((srv->peak_conns >= 64 && srv->nconns <= srv->peak_conns / 4) ||
 		(srv->nconns == 0 && srv->peak_conns > 1)) {
-		malloc_trim(0);
 		srv->peak_conns = srv->nconns;
+		if (srv->trim != NULL && !evtimer_pending(srv->trim, NULL)) {
+			struct timeval tv = {0, TRIM_DELAY_MS * 1000};
+			evtimer_add(srv->trim, &tv);
+		}
 	}
 	check_stopped(srv);
 }
@@ -865,7 +882,8 @@ int proxy_run(struct proxy_run *run)
 		goto out;
 	srv->reap = event_new(srv->base, -1, 0, reap_dead, srv);
 	srv->accept_pause = evtimer_new(srv->base, accept_resume_cb, srv);
-	if (srv->reap == NULL || srv->accept_pause == NULL ||
+	srv->trim = evtimer_new(srv->base, trim_cb, srv);
+	if (srv->reap == NULL || srv->accept_pause == NULL || srv->trim == NULL ||
 	        proxy_sessions_apply(srv, srv->gen->cfg) == -1) {
 		fprintf(stderr, "egressd: out of memory\n");
 		goto out;
@@ -944,6 +962,8 @@ out:
 		event_free(srv->reap);
 	if (srv->accept_pause != NULL)
 		event_free(srv->accept_pause);
+	if (srv->trim != NULL)
+		event_free(srv->trim);
 	proxy_sessions_free(srv);
 	sources_free(srv);
 	proxy_gen_release(srv->gen);
