@@ -1898,8 +1898,9 @@ static int parse_dbracket(struct parser *P)
 		case T_SEMI:
 		case T_AMP:
 		case T_DSEMI:
+		case T_PIPE:
 		case T_PIPE_AMP:
-			return unexpected(P, t);
+			return unexpected(P, t); /* bash: unexpected token in conditional command */
 		default:
 			break;
 		}
