@@ -395,7 +395,11 @@ static void signal_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	struct exec_state *x = arg;
-	proxy_isolate_signals_forward(x->child, x->sfd, NULL);
+	int usr1 = 0;
+	proxy_isolate_signals_forward(x->child, x->sfd, NULL, &usr1);
+	/* SIGUSR1 is egressd's, as under serve: the audit log was rotated. */
+	if (usr1 > 0 && x->srv != NULL && audit_reopen(x->srv->audit) == -1)
+		fprintf(stderr, "egressd: audit reopen: %s\n", audit_last_error(x->srv->audit));
 }
 
 /* The listeners are open: CMD may run. */

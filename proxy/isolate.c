@@ -929,6 +929,7 @@ static void forwarded_set(sigset_t *set)
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
 	sigaddset(set, SIGQUIT);
+	sigaddset(set, SIGUSR1); /* egressd's own: reopen the audit log; never sent on */
 }
 
 int proxy_isolate_signals_open(void)
@@ -946,11 +947,13 @@ int proxy_isolate_signals_open(void)
 	return fd;
 }
 
-int proxy_isolate_signals_forward(struct proxy_isolate_child *c, int sfd, int *last)
+int proxy_isolate_signals_forward(struct proxy_isolate_child *c, int sfd, int *last, int *usr1)
 {
 	int sent = 0;
 	if (last != NULL)
 		*last = 0;
+	if (usr1 != NULL)
+		*usr1 = 0;
 	for (;;) {
 		struct signalfd_siginfo si;
 		ssize_t n = read(sfd, &si, sizeof si);
@@ -961,6 +964,11 @@ int proxy_isolate_signals_forward(struct proxy_isolate_child *c, int sfd, int *l
 		if (n != (ssize_t)sizeof si)
 			return -1;
 		int sig = (int)si.ssi_signo;
+		if (sig == SIGUSR1) {
+			if (usr1 != NULL)
+				(*usr1)++;
+			continue;
+		}
 		if (last != NULL)
 			*last = sig;
 		if (c == NULL || c->reaped)

@@ -29,8 +29,9 @@
  * there; egressd must never read its standard input.  Other inherited descriptors pass to CMD,
  * except sockets that are not Unix sockets (with namespaces: they would be a way out of them).
  *
- * Signals: proxy_isolate_signals_open blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT in the caller
- * and returns a signalfd for its event loop; proxy_isolate_signals_forward passes each to CMD
+ * Signals: proxy_isolate_signals_open blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 in the
+ * caller and returns a signalfd for its event loop; proxy_isolate_signals_forward passes each
+ * but SIGUSR1 (egressd's own: the caller reopens its audit log) to CMD
  * unless the kernel already delivered it to CMD's process group (a key on the terminal), so CMD
  * sees each signal once.  CMD's own signal mask and dispositions start at the defaults.
  * CMD gets SIGKILL if egressd dies first (PR_SET_PDEATHSIG).
@@ -114,9 +115,10 @@ int proxy_isolate_signals_open(void);
 /* Reads every pending signal from sfd and sends each to CMD, except one the kernel sent to the
  * terminal's foreground process group while CMD is in egressd's group (CMD got it already).
  * Returns how many were sent on (the last signal read, forwarded or not, in *last when not
- * NULL; 0 when none), or -1 on a read error.  Before proxy_isolate_go a forwarded signal ends
- * the child instead (CMD never starts). */
-int proxy_isolate_signals_forward(struct proxy_isolate_child *c, int sfd, int *last);
+ * NULL; 0 when none), or -1 on a read error; SIGUSR1 is never sent on, only counted in *usr1
+ * when not NULL.  Before proxy_isolate_go a forwarded signal ends the child instead (CMD never
+ * starts). */
+int proxy_isolate_signals_forward(struct proxy_isolate_child *c, int sfd, int *last, int *usr1);
 
 /* Closes sfd and unblocks the signals proxy_isolate_signals_open blocked. */
 void proxy_isolate_signals_close(int sfd);

@@ -119,6 +119,38 @@ def case_sigint(h):
     check_eq(rc, 42, "egressd's exit after SIGINT reached the command")
 
 
+def case_sigusr1_reopens(h):
+    """SIGUSR1 to egressd exec reopens its audit log, as under serve: the command goes on (it
+    was killed by the signal's default action, with no summary and no stop record)."""
+    import json
+    cfg = config(h)
+    log = os.path.join(h.tmp, "audit.jsonl")
+    p = subprocess.Popen([EGRESSD_BIN, "exec", "-c", cfg, "--", "sh", "-c",
+                          'echo ready; read x; echo done; exit 5'],
+                         env=clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        check_eq(p.stdout.readline().strip(), "ready", "the command started")
+        os.rename(log, log + ".1")
+        p.send_signal(signal.SIGUSR1)
+        deadline = time.time() + 10
+        while not os.path.exists(log) and time.time() < deadline:
+            time.sleep(0.05)
+        check(os.path.exists(log), "no new audit log after SIGUSR1")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check_eq((p.returncode, out.strip()), (5, "done"), "the command's status and output after "
+             "SIGUSR1 (stderr %r)" % err)
+    with open(log) as f:
+        events = [json.loads(l)["event"] for l in f if l.strip()]
+    check(events and events[-1] == "stop", "the new log does not end with stop: %r" % events)
+
+
 def case_missing_command(h):
     r = subprocess.run([EGRESSD_BIN, "exec", "--", "/nonexistent/cmd"], capture_output=True,
                        text=True, timeout=30, env=clean_env())
@@ -247,6 +279,7 @@ if __name__ == "__main__":
          case_plain),
         ("exec from flags: the summary names the --allow that would allow it", case_flags),
         ("exec: SIGINT reaches the command, egressd exits with its status", case_sigint),
+        ("exec: SIGUSR1 reopens the audit log; the command goes on", case_sigusr1_reopens),
         ("exec: a command that cannot be run exits 127", case_missing_command),
         ("exec --isolate: curl (proxy and --noproxy), urllib, Node fetch, getent",
          case_isolate_clients),

@@ -505,7 +505,7 @@ static int wait_exit(struct proxy_isolate_child *c, int sfd)
 			return code;
 		poll(p, sfd == -1 ? 1 : 2, 50);
 		if (sfd != -1 && p[1].revents)
-			proxy_isolate_signals_forward(c, sfd, NULL);
+			proxy_isolate_signals_forward(c, sfd, NULL, NULL);
 	}
 	return -1;
 }
