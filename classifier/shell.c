@@ -1599,8 +1599,13 @@ int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off)
 		}
 		b.n = 0;
 	}
+	/* A prompt is expanded wherever the shell prints it: its substitutions share whatever
+	 * standard input the shell has then (a here-string that feeds bash its script, a pipe),
+	 * so each runs as with a terminal and as with input (oracle fuzz finding: httpie sends
+	 * its input as a body, http:write). */
 	for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
-		if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) == -1)
+		if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) == -1 ||
+		        cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags | CLS_C_STDIN, cmd->doc) == -1)
 			return -1;
 	cls_leave(c);
 	return 0;
