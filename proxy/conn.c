@@ -564,8 +564,15 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 		dial_next(c, err ? err : ECONNREFUSED);
 		return;
 	}
-	if (what & BEV_EVENT_CONNECTED)
-		return; /* egressd's TLS handshake with the upstream (inspect.c) is done */
+	if (what & BEV_EVENT_CONNECTED) {
+		/* egressd's TLS handshake with the upstream (inspect.c) is done: its deadline goes */
+		bufferevent_set_timeouts(c->up.bev, NULL, NULL);
+		return;
+	}
+	if (c->inspected && (what & BEV_EVENT_TIMEOUT)) {
+		proxy_inspect_upstream_timeout(c);
+		return;
+	}
 	if (c->inspected && (what & BEV_EVENT_ERROR)) {
 		proxy_inspect_upstream_failed(c);
 		return;
@@ -622,6 +629,11 @@ int proxy_conn_wrap_tls(struct proxy_conn *c, SSL *client_ssl, SSL *up_ssl)
 	bufferevent_setwatermark(ub, EV_WRITE, PROXY_LOW_WATER, 0);
 	bufferevent_enable(cb, EV_READ);
 	bufferevent_enable(ub, EV_READ);
+	/* The handshake with the upstream must finish within connectTimeout, as the connect did
+	 * (a server that accepts and then says nothing held the request until idleTimeout). */
+	uint64_t ms = c->srv->gen->cfg->limits.connect_timeout_ms;
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+	bufferevent_set_timeouts(ub, &tv, &tv);
 	return 0;
 }
 

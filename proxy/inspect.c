@@ -108,6 +108,25 @@ void proxy_inspect_client_timeout(struct proxy_conn *c)
 	proxy_conn_close(c, "header-timeout");
 }
 
+void proxy_inspect_upstream_timeout(struct proxy_conn *c)
+{
+	free((char *)c->up_tls_error);
+	c->up_tls_error = strdup("the TLS handshake did not finish within limits.connectTimeout");
+	int waiting = c->client.state == PROXY_CLIENT_FORWARD || c->client.state == PROXY_CLIENT_WAIT;
+	if (waiting && proxy_fwd_response_started(c)) {
+		proxy_conn_close(c, "error");
+		return;
+	}
+	proxy_up_drop(c);
+	if (!waiting)
+		return; /* the next request gets the 502 (pipeline.c) */
+	struct proxy_outcome o;
+	proxy_outcome_set(&o, 504, "upstream-timeout", "limits.connectTimeout",
+	        "The destination accepted the connection but did not finish its TLS handshake in "
+	        "time");
+	proxy_deny(c, &o);
+}
+
 void proxy_inspect_upstream_failed(struct proxy_conn *c)
 {
 	char why[PROXY_TLS_REASON_MAX];

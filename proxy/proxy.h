@@ -510,6 +510,9 @@ void proxy_inspect_start(struct proxy_conn *c);
 void proxy_inspect_client_failed(struct proxy_conn *c);
 void proxy_inspect_client_timeout(struct proxy_conn *c);
 void proxy_inspect_upstream_failed(struct proxy_conn *c);
+/* The upstream TLS handshake did not finish within limits.connectTimeout: 504 upstream-timeout
+ * for a request waiting for it, 502 for the next one (the upstream is dropped). */
+void proxy_inspect_upstream_timeout(struct proxy_conn *c);
 /* Puts both halves behind TLS filters (bufferevent_openssl): the client's accepting, the
  * upstream's connecting; the filters own the SSLs and the sockets.  0, or -1 (close c). */
 struct ssl_st;

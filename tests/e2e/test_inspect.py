@@ -120,6 +120,61 @@ def read_all(t):
     return out
 
 
+def case_upstream_handshake_stalls(h):
+    """An upstream that accepts and never answers egressd's TLS handshake: the request gets 504
+    upstream-timeout at limits.connectTimeout (2 s here; it waited for idleTimeout).  A working
+    upstream, idle past connectTimeout between two requests, still answers the second one."""
+    import time
+    ca = make_ca(h)
+    cert, ctx = origin_cert(h, "tls.test")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel completes the connection; nobody speaks
+    origin = h.origin(ctx)
+    e = inspecting(h, ca, cert, {"inspect": ["tls.test:*"]})
+    try:
+        t = raw_inspected(e, ca[0], "tls.test", silent.getsockname()[1])
+        t.settimeout(15)
+        t0 = time.time()
+        t.sendall(b"GET /x HTTP/1.1\r\nHost: tls.test\r\n\r\n")
+        got = t.recv(4096)
+        took = time.time() - t0
+        check(got.startswith(b"HTTP/1.1 504"), "answer to a request whose upstream never "
+              "finished its handshake: %r" % got[:80])
+        check(b"upstream-timeout" in got, "the reason: %r" % got[:200])
+        check(took < 6, "the 504 came after %.1f s (connectTimeout is 2 s)" % took)
+        t.close()
+        # a kept-alive inspected exchange idle for longer than connectTimeout goes on
+        t = raw_inspected(e, ca[0], "tls.test", origin.port)
+        t.settimeout(10)
+        for i in range(2):
+            t.sendall(b"GET /get HTTP/1.1\r\nHost: tls.test\r\n\r\n")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                d = t.recv(4096)
+                check(d, "the connection closed before answer %d: %r" % (i + 1, got[:80]))
+                got += d
+            head, _, body = got.partition(b"\r\n\r\n")
+            check(head.startswith(b"HTTP/1.1 200"), "request %d on an inspected connection: %r"
+                  % (i + 1, head[:80]))
+            length = int([l.split(b":", 1)[1] for l in head.split(b"\r\n")
+                          if l.lower().startswith(b"content-length:")][0])
+            while len(body) < length:
+                d = t.recv(4096)
+                check(d, "the body of answer %d was cut" % (i + 1))
+                body += d
+            time.sleep(2.5 if i == 0 else 0)
+        t.close()
+    finally:
+        silent.close()
+    e.stop()
+    recs = e.audit()
+    check_audit_log(recs)
+    deny = [r for r in recs if r["event"] == "request" and r["decision"] == "deny"]
+    check_eq([(r["reason"], r.get("status")) for r in deny], [("upstream-timeout", 504)],
+             "the deny records")
+
+
 def case_misdirected(h):
     ca = make_ca(h)
     cert, ctx = origin_cert(h, "tls.test")
@@ -305,6 +360,8 @@ if __name__ == "__main__":
         ("an upstream certificate for another name: 502 upstream-tls", case_upstream_tls),
         ("a host not in inspect is spliced: the origin's own certificate", case_not_inspected_spliced),
         ("one leaf for ten connections", case_leaf_cached),
+        ("an upstream that never finishes its TLS handshake: 504 at connectTimeout",
+         case_upstream_handshake_stalls),
         ("git clone and fetch through inspection, git push refused with the reason shown",
          case_git),
         ("a refused or stalled handshake with egressd gets a tls-invalid record",
