@@ -358,6 +358,16 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	}
 	size_t k = first_operand(v, n, i + 1);
 	const struct cls_word *op = k < n ? &v[k] : NULL;
+	/* Under xargs (or parallel) the input appends words: `remote add --fetch`, `archive
+	 * --remote` fetch, `submodule foreach` runs a command (oracle fuzz finding: echo 'add
+	 * --fetch o URL' | xargs git-remote was none). */
+	if (flags & CLS_C_XARGS) {
+		if (cls_word_is(sub, "submodule"))
+			return cls_refuse(c, sub->off, "git submodule's words come from xargs' input "
+			                               "(foreach runs a command)");
+		if (cls_word_is(sub, "remote") || cls_word_is(sub, "archive"))
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+	}
 	if (cls_word_is(sub, "remote")) {
 		if (op == NULL)
 			return 0;
