@@ -108,23 +108,29 @@ void proxy_inspect_client_timeout(struct proxy_conn *c)
 	proxy_conn_close(c, "header-timeout");
 }
 
-void proxy_inspect_upstream_timeout(struct proxy_conn *c)
+/* The upstream's TLS is gone (why): an answer under way can only end; otherwise the upstream
+ * is dropped and a request waiting for it gets o, the next one a 502 (pipeline.c). */
+static void upstream_lost(struct proxy_conn *c, const char *why, const struct proxy_outcome *o)
 {
 	free((char *)c->up_tls_error);
-	c->up_tls_error = strdup("the TLS handshake did not finish within limits.connectTimeout");
+	c->up_tls_error = strdup(why);
 	int waiting = c->client.state == PROXY_CLIENT_FORWARD || c->client.state == PROXY_CLIENT_WAIT;
 	if (waiting && proxy_fwd_response_started(c)) {
 		proxy_conn_close(c, "error");
 		return;
 	}
 	proxy_up_drop(c);
-	if (!waiting)
-		return; /* the next request gets the 502 (pipeline.c) */
+	if (waiting)
+		proxy_deny(c, o);
+}
+
+void proxy_inspect_upstream_timeout(struct proxy_conn *c)
+{
 	struct proxy_outcome o;
 	proxy_outcome_set(&o, 504, "upstream-timeout", "limits.connectTimeout",
 	        "The destination accepted the connection but did not finish its TLS handshake in "
 	        "time");
-	proxy_deny(c, &o);
+	upstream_lost(c, "the TLS handshake did not finish within limits.connectTimeout", &o);
 }
 
 void proxy_inspect_upstream_failed(struct proxy_conn *c)
@@ -136,20 +142,10 @@ void proxy_inspect_upstream_failed(struct proxy_conn *c)
 		proxy_tls_upstream_reason(ssl, e, why, sizeof why);
 	else
 		snprintf(why, sizeof why, "the TLS connection to the upstream failed");
-	free((char *)c->up_tls_error);
-	c->up_tls_error = strdup(why);
-	int waiting = c->client.state == PROXY_CLIENT_FORWARD || c->client.state == PROXY_CLIENT_WAIT;
-	if (waiting && proxy_fwd_response_started(c)) {
-		proxy_conn_close(c, "error"); /* an answer is under way: it can only end */
-		return;
-	}
-	proxy_up_drop(c);
-	if (!waiting)
-		return; /* the next request gets the 502 (pipeline.c) */
 	struct proxy_outcome o;
 	proxy_outcome_set(&o, 502, "upstream-tls", NULL,
 	        "egressd could not verify the destination's TLS certificate; the destination or "
 	        "tls.upstreamCA is wrong");
 	snprintf(o.rule, sizeof o.rule, "upstream %s: %s", c->rq.dest.host, why);
-	proxy_deny(c, &o);
+	upstream_lost(c, why, &o);
 }
