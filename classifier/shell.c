@@ -236,10 +236,20 @@ static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
 		return parse_dquote(P, b, fl) == -1 ? -1 : 1;
 	}
 	if (ch == '\'') {
-		const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
+		/* bash finds the body's end with single quotes matched, then expands the body as
+		 * if it were in double quotes: a substitution between them runs (oracle finding,
+		 * $((x='a[$(nslookup x.test)]'; let x)) ran nslookup).  Refused, not modelled. */
+		size_t from = P->pos + 1;
+		const char *q = memchr(P->s + from, '\'', P->len - from);
 		if (q == NULL)
 			return ERR(P, P->pos, "unterminated single quote");
-		P->pos = (size_t)(q - P->s) + 1;
+		size_t end = (size_t)(q - P->s);
+		if (memchr(P->s + from, '$', end - from) != NULL ||
+		    memchr(P->s + from, '`', end - from) != NULL)
+			return ERR(P, P->pos,
+			           "a substitution in single quotes in an arithmetic expression "
+			           "(bash expands it there)");
+		P->pos = end + 1;
 		return 1;
 	}
 	if (ch == '\\' && P->pos + 1 < P->len) {
