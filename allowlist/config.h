@@ -63,6 +63,9 @@ struct allow_tls_config {
 	struct allow_pos ca_cert_at;     /* the value of tls.ca.cert */
 	struct allow_pos ca_key_at;      /* the value of tls.ca.key */
 	struct allow_pos upstream_ca_at; /* the value of tls.upstreamCA */
+	int refuse_ech;                  /* tls.refuseECH: a tunnel's ClientHello with an
+	                                    encrypted_client_hello extension is refused (its
+	                                    inner name cannot be read), unless inspected */
 };
 
 struct allow_session_config {

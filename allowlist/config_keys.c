@@ -1170,6 +1170,7 @@ static const struct cfg_key tls_keys[] = {
                 .set = set_upstream_ca,
                 .off = offsetof(struct allow_tls_config, upstream_ca),
                 .off_at = offsetof(struct allow_tls_config, upstream_ca_at)},
+        {.name = "refuseECH", .set = set_bool, .off = offsetof(struct allow_tls_config, refuse_ech)},
         {.name = NULL},
 };
 

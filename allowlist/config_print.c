@@ -95,7 +95,7 @@ static int pattern_inspected(const struct allow_bound *b, const char *p)
 
 /* What each kind of tunnel gets under the bound (docs/design.md 4.5), with the hosts whose
  * HTTPS tunnels are refused as inspection-required and how to change that. */
-static void print_tunnels(FILE *out, const struct allow_bound *b)
+static void print_tunnels(FILE *out, const struct allow_bound *b, int refuse_ech)
 {
 	static const enum allow_tunnel_kind kinds[] = {
 	        ALLOW_TUNNEL_TLS, ALLOW_TUNNEL_HTTP, ALLOW_TUNNEL_SSH, ALLOW_TUNNEL_OTHER};
@@ -122,7 +122,11 @@ static void print_tunnels(FILE *out, const struct allow_bound *b)
 			continue;
 		}
 		if (d.reason == ALLOW_OK) {
-			fprintf(out, "relayed after the first bytes are checked\n");
+			fprintf(out, "relayed after the first bytes are checked%s\n",
+			        kinds[k] != ALLOW_TUNNEL_TLS ? ""
+			        : refuse_ech ? "; a ClientHello with ECH is refused (tls.refuseECH)"
+			                     : "; ECH is judged on its outer name (tls.refuseECH: "
+			                       "false)");
 			continue;
 		}
 		if (d.reason == ALLOW_ACTION_DENIED || kinds[k] != ALLOW_TUNNEL_TLS) {
@@ -164,7 +168,7 @@ static void print_tunnels(FILE *out, const struct allow_bound *b)
 	}
 }
 
-static void print_session(FILE *out, const struct allow_session_config *s)
+static void print_session(FILE *out, const struct allow_session_config *s, int refuse_ech)
 {
 	fprintf(out, "session %s\n", s->name);
 	print_set(out, "allowDomains", s->bound.allow, "(any host that domains does not deny)",
@@ -178,7 +182,7 @@ static void print_session(FILE *out, const struct allow_session_config *s)
 	fprintf(out, "  actions denied: %s\n", tags);
 	print_set(out, "inspect", s->bound.inspect, "(none)", "(none)");
 	fprintf(out, "  enforce: %s\n", enforce_name(s->bound.enforce));
-	print_tunnels(out, &s->bound);
+	print_tunnels(out, &s->bound, refuse_ech);
 	print_limits(out, &s->limits);
 	/* The token itself is a secret: only whether there is one. */
 	fprintf(out, "  auth: %s\n", s->token != NULL ? "token" : "(none)");
@@ -211,7 +215,7 @@ void allow_config_print(const struct allow_config *cfg, FILE *out)
 	for (size_t i = 0; i < cfg->nsessions; i++) {
 		if (i > 0)
 			fputc('\n', out);
-		print_session(out, &cfg->sessions[i]);
+		print_session(out, &cfg->sessions[i], cfg->tls.refuse_ech);
 	}
 	/* Only when some are set: the classifier's pre-run check uses them, the proxy does not. */
 	int any = 0;

@@ -255,7 +255,7 @@ static void tr_read(struct proxy_conn *c)
 	char name[PROXY_SNI_NAME_BUF];
 	size_t used;
 	const char *why = NULL;
-	enum proxy_sni_result r = proxy_sni_hello(buf, look, name, sizeof name, &used, &why);
+	enum proxy_sni_result r = proxy_sni_hello(buf, look, name, sizeof name, &used, NULL, &why);
 	switch (r) {
 	case PROXY_SNI_NEED_MORE:
 		if (look >= PROXY_SNI_PEEK_MAX || c->client.eof)

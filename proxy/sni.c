@@ -11,6 +11,7 @@
 #define TLS_CONTENT_HANDSHAKE 22
 #define TLS_HS_CLIENT_HELLO 1
 #define TLS_EXT_SERVER_NAME 0
+#define TLS_EXT_ECH 0xfe0d /* encrypted_client_hello (RFC 9849) */
 #define TLS_NAME_TYPE_HOST 0
 #define TLS_RECORD_MAX 16384 /* 2^14, the largest plaintext record */
 #define TLS_RECORD_HDR 5
@@ -78,7 +79,7 @@ static enum proxy_sni_result parse_server_name(
 
 /* Reads the complete ClientHello h->msg[0..h->len). */
 static enum proxy_sni_result parse_hello(
-        const struct hello *h, char *name, size_t namecap, const char **why)
+        const struct hello *h, char *name, size_t namecap, unsigned *flags, const char **why)
 {
 	const uint8_t *m = h->msg;
 	size_t end = h->len;
@@ -126,6 +127,8 @@ static enum proxy_sni_result parse_hello(
 		size_t elen = be16(m + p + 2);
 		if (end - p - 4 < elen)
 			return fail(why, PROXY_SNI_BAD, "extension runs past the extension list");
+		if (type == TLS_EXT_ECH)
+			*flags |= PROXY_SNI_F_ECH;
 		if (type == TLS_EXT_SERVER_NAME) {
 			if (found)
 				return fail(why, PROXY_SNI_BAD, "two server_name extensions");
@@ -156,15 +159,28 @@ static enum proxy_sni_result parse_hello(
 	return PROXY_SNI_FOUND;
 }
 
+static enum proxy_sni_result read_hello(const uint8_t *buf, size_t len, char *name,
+        size_t namecap, size_t *used, unsigned *flags, const char **why);
+
 enum proxy_sni_result proxy_sni_parse(
         const uint8_t *buf, size_t len, char *name, size_t namecap, const char **why)
 {
 	size_t used;
-	return proxy_sni_hello(buf, len, name, namecap, &used, why);
+	return proxy_sni_hello(buf, len, name, namecap, &used, NULL, why);
 }
 
 enum proxy_sni_result proxy_sni_hello(const uint8_t *buf, size_t len, char *name, size_t namecap,
-        size_t *used, const char **why)
+        size_t *used, unsigned *flags, const char **why)
+{
+	unsigned seen = 0;
+	enum proxy_sni_result r = read_hello(buf, len, name, namecap, used, &seen, why);
+	if (flags != NULL)
+		*flags = r == PROXY_SNI_FOUND || r == PROXY_SNI_NONE ? seen : 0;
+	return r;
+}
+
+static enum proxy_sni_result read_hello(const uint8_t *buf, size_t len, char *name,
+        size_t namecap, size_t *used, unsigned *flags, const char **why)
 {
 	struct hello h;
 	size_t off = 0;     /* start of the current record in buf */
@@ -234,7 +250,7 @@ enum proxy_sni_result proxy_sni_hello(const uint8_t *buf, size_t len, char *name
 		if (total != 0 && payload == total) {
 			h.len = total;
 			*used = off + TLS_RECORD_HDR + rlen;
-			return parse_hello(&h, name, namecap, why);
+			return parse_hello(&h, name, namecap, flags, why);
 		}
 		off += TLS_RECORD_HDR + rlen;
 	}

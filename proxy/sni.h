@@ -37,9 +37,14 @@ enum proxy_sni_result proxy_sni_parse(
         const uint8_t *buf, size_t len, char *name, size_t namecap, const char **why);
 
 /* The same, and on FOUND, NONE (and BAD found in a complete hello) *used is the length of the
- * records that carried the ClientHello, from buf[0]: a hello always ends with its record. */
+ * records that carried the ClientHello, from buf[0]: a hello always ends with its record.  On
+ * FOUND and NONE, *flags (may be NULL) gets PROXY_SNI_F_* bits; 0 otherwise. */
 enum proxy_sni_result proxy_sni_hello(const uint8_t *buf, size_t len, char *name, size_t namecap,
-        size_t *used, const char **why);
+        size_t *used, unsigned *flags, const char **why);
+
+/* What proxy_sni_hello saw besides the name, for FOUND and NONE. */
+#define PROXY_SNI_F_ECH 1u /* an encrypted_client_hello extension (the name is only the outer
+                              one; real ECH and GREASE look the same) */
 
 /* A short name for a result ("need-more", "found", "none", "not-tls", "bad"). */
 const char *proxy_sni_result_name(enum proxy_sni_result r);

@@ -64,11 +64,12 @@ static int looks_http(const uint8_t *buf, size_t len)
 static enum proxy_tscan_step hello(struct proxy_tscan *s, const uint8_t *buf, size_t len, int eof,
         size_t *n, char *name, size_t namecap, const char **why)
 {
-	(void)s;
 	const char *w = NULL;
 	size_t used = 0;
+	unsigned flags = 0;
 	size_t look = len < PROXY_SNI_PEEK_MAX ? len : PROXY_SNI_PEEK_MAX;
-	enum proxy_sni_result r = proxy_sni_hello(buf, look, name, namecap, &used, &w);
+	enum proxy_sni_result r = proxy_sni_hello(buf, look, name, namecap, &used, &flags, &w);
+	s->ech = (flags & PROXY_SNI_F_ECH) != 0;
 	switch (r) {
 	case PROXY_SNI_NEED_MORE:
 		if (look >= PROXY_SNI_PEEK_MAX)
@@ -108,7 +109,7 @@ enum proxy_tscan_step proxy_tscan_client(struct proxy_tscan *s, const uint8_t *b
 			size_t used;
 			const char *w;
 			enum proxy_sni_result r = proxy_sni_hello(buf,
-			        len < PROXY_SNI_PEEK_MAX ? len : PROXY_SNI_PEEK_MAX, NULL, 0, &used, &w);
+			        len < PROXY_SNI_PEEK_MAX ? len : PROXY_SNI_PEEK_MAX, NULL, 0, &used, NULL, &w);
 			if (r == PROXY_SNI_NEED_MORE && len < 3 && !eof)
 				return PROXY_TSCAN_MORE; /* not enough to tell a record header */
 			if (r != PROXY_SNI_NOT_TLS) {

@@ -44,6 +44,8 @@ struct proxy_tscan {
 	unsigned retries;                /* HelloRetryRequests seen */
 	int client_ssh;                  /* the client spoke first with an SSH identification
 	                                    line: its bytes wait for the server's first ones */
+	int ech;                         /* the last HELLO had an encrypted_client_hello
+	                                    extension: its name is only the outer one */
 	struct proxy_tscan_server srv;
 };
 

@@ -286,6 +286,17 @@ static void step(struct proxy_conn *c)
 		case PROXY_TSCAN_HELLO:
 			if (check_name(c, name) == -1)
 				return;
+			if (p->scan.ech && !p->inspect && c->srv->gen->cfg->tls.refuse_ech) {
+				char rule[ALLOW_HOST_BUF + 96];
+				snprintf(rule, sizeof rule,
+				        "tls.refuseECH: a ClientHello for %s with encrypted_client_hello",
+				        c->rq.dest.host);
+				refuse(c, "ech-refused", rule,
+				        "egressd cannot read the name inside Encrypted Client Hello; turn "
+				        "ECH off in the client, add the host to inspect, or set "
+				        "tls.refuseECH: false");
+				return;
+			}
 			if (p->inspect) {
 				/* The hello stays for egressd's own TLS (inspect.c). */
 				send_established(c);

@@ -388,9 +388,17 @@ class HrrOrigin(Upstream):
 # ---------------------------------------------------------------------------------------------
 # ClientHellos.
 
-def client_hello(sni, pad=0):
+# An outer encrypted_client_hello extension (RFC 9849 5): type outer, HKDF-SHA256 and AES-128-GCM,
+# a config id, a 32-byte encapsulated key and a 144-byte payload; what a browser's GREASE ECH looks
+# like, and to egressd the same as a real one.
+ECH_EXT = struct.pack(">HH", 0xfe0d, 1 + 4 + 1 + 2 + 32 + 2 + 144) + b"\x00\x00\x01\x00\x01\x2a" + \
+    struct.pack(">H", 32) + b"\x5e" * 32 + struct.pack(">H", 144) + b"\xe5" * 144
+
+
+def client_hello(sni, pad=0, ech=False):
     """A real ClientHello (Python's ssl module) for sni as TLS records; pad adds a padding
-    extension of that many bytes, split into records of at most 16 KiB."""
+    extension of that many bytes, split into records of at most 16 KiB; ech adds an
+    encrypted_client_hello extension."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -401,7 +409,7 @@ def client_hello(sni, pad=0):
     except ssl.SSLWantReadError:
         pass
     rec = out.read()
-    if not pad:
+    if not pad and not ech:
         return rec
     msg = rec[5:]
     body = msg[4:]
@@ -409,7 +417,9 @@ def client_hello(sni, pad=0):
     p += 1 + body[p]
     p += 2 + int.from_bytes(body[p:p + 2], "big")
     p += 1 + body[p]
-    exts = body[p + 2:] + struct.pack(">HH", 21, pad) + b"\0" * pad
+    exts = body[p + 2:] + (ECH_EXT if ech else b"")
+    if pad:
+        exts += struct.pack(">HH", 21, pad) + b"\0" * pad
     body = body[:p] + struct.pack(">H", len(exts)) + exts
     msg = b"\x01" + struct.pack(">I", len(body))[1:] + body
     return b"".join(b"\x16\x03\x01" + struct.pack(">H", len(msg[i:i + 16384])) + msg[i:i + 16384]
@@ -827,7 +837,7 @@ class TlsInner:
         if second:
             self.tls_request(case, host, port)
             return
-        if case.tls_pad or case.hrr_sni is not None:
+        if case.tls_pad or case.hrr_sni is not None or case.ech is not None:
             self.raw_hellos(case)
             return
         if not self.pre:
@@ -918,7 +928,7 @@ class TlsInner:
         """Hand-made ClientHellos: one padded past the byte limit, or one for the tunnel's host
         then, after the server's HelloRetryRequest, another for case.hrr_sni."""
         host, _ = self.dest(case)
-        first = client_hello(case.sni or host, pad=case.tls_pad)
+        first = client_hello(case.sni or host, pad=case.tls_pad, ech=case.ech == "both")
         self.s.send(first)
         if case.hrr_sni is None:
             self.obs.closed = self.s.drain(3)
@@ -929,7 +939,7 @@ class TlsInner:
             self.obs.closed = True
             self.obs.note = "no HelloRetryRequest came back"
             return
-        self.s.send(client_hello(case.hrr_sni))
+        self.s.send(client_hello(case.hrr_sni, ech=case.ech is not None))
         got = self.s.read_exact(len(ALERT), 3)
         if got is None:
             self.obs.closed = True
@@ -1228,7 +1238,7 @@ def actions(*tags):
 class Row:
     """One policy case.  Request: host, port (None: the door's origin; "self": the door's own
     listener; "closed", "blackhole"; or a number), method, path, body, headers, host_header
-    (plain HTTP), sni / hrr_sni / tls_pad (TLS), big_in (ask the origin for that many bytes),
+    (plain HTTP), sni / hrr_sni / tls_pad / ech (TLS), big_in (ask the origin for that many bytes),
     cred ("right", "wrong", "none"), delay (seconds of silence before the exchange).
     Outcome: deny=(reason, status, rule substring) or None for an allowed row; stage where the
     denial shows ("request": the door's answer; "first-bytes": the tunnel closes after its
@@ -1242,7 +1252,8 @@ class Row:
                  hrr_sni=None, tls_pad=0, big_in=0, cred="right", delay=0.0, origin=None,
                  deny=None, stage=None, action="default", per=None, group="main", hold=False,
                  before=(), parallel=False, cut=None, fan=0, after=None, min_age=0.0,
-                 source=None, pipeline=False, then_host=None, websocket=False, why=""):
+                 source=None, pipeline=False, then_host=None, websocket=False, ech=None,
+                 why=""):
         self.name = name
         self.bound = bound
         self.limits = limits
@@ -1265,6 +1276,7 @@ class Row:
         self.pipeline = pipeline  # first bytes go with the tunnel's request, unanswered
         self.then_host = then_host  # a second request in the same write, for this Host
         self.websocket = websocket  # the request asks for a websocket; bytes follow its 101
+        self.ech = ech            # "both" or "second": which ClientHellos carry ECH
         self.min_age = min_age    # seconds egressd must have run before the row
         self.why = why
 
@@ -1302,7 +1314,7 @@ class Row:
 
 
 # Where a denial shows by default.
-STAGE = {"sni-mismatch": "first-bytes", "tls-invalid": "first-bytes",
+STAGE = {"sni-mismatch": "first-bytes", "tls-invalid": "first-bytes", "ech-refused": "first-bytes",
          "inspection-required": "first-bytes", "misdirected": "inner"}
 
 # SOCKS5 reply codes (docs/design.md 6): the code that fits; 0x02 for policy.
@@ -1385,6 +1397,8 @@ INSP_INNER = {"stage": "inner",
                      "request refused with an HTTP answer inside it (design 11)"}
 NA_INSP_HRR = NA("egressd terminates the client's TLS: the origin's HelloRetryRequest never "
                  "reaches the client")
+NA_INSP_ECH = NA("egressd terminates the client's TLS: its own server reads no ECH, and the "
+                 "inner name, if any, is never the one egressd answers for")
 NA_TLS = NA("the row is about a plain HTTP request; the TLS doors' counterpart is its own row")
 
 
@@ -1678,6 +1692,27 @@ def tunnel_rows():
             per={"forward": NA_FWD, "http": NA_HTTP, "ssh": NA_OPAQUE, "raw": NA_OPAQUE,
                  "inspected": NA_INSP_HRR},
             why="the neighbour of the HelloRetryRequest row"),
+        Row("ech-refused: a ClientHello with encrypted_client_hello under tls.refuseECH",
+            origin="hrr", hrr_sni="origin.test", ech="both",
+            deny=("ech-refused", 403,
+                  "tls.refuseECH: a ClientHello for origin.test with encrypted_client_hello"),
+            per={"forward": NA_FWD, "http": NA_HTTP, "ssh": NA_OPAQUE, "raw": NA_OPAQUE,
+                 "tls": {"action": TLS_ACTIONS}, "inspected": NA_INSP_ECH},
+            why="design 13: the name inside ECH cannot be read; the switch refuses such "
+                "tunnels rather than judge them on the outer name"),
+        Row("ech-refused: ECH only in the ClientHello after a HelloRetryRequest",
+            origin="hrr", hrr_sni="origin.test", ech="second",
+            deny=("ech-refused", 403, "tls.refuseECH"),
+            per={"forward": NA_FWD, "http": NA_HTTP, "ssh": NA_OPAQUE, "raw": NA_OPAQUE,
+                 "tls": {"action": TLS_ACTIONS, "origin_bytes": "first-hello"},
+                 "inspected": NA_INSP_ECH},
+            why="every ClientHello is judged, the second one too"),
+        Row("allowed: ECH when tls.refuseECH is not set", group="noech",
+            origin="hrr", hrr_sni="origin.test", ech="both",
+            per={"forward": NA_FWD, "http": NA_HTTP, "ssh": NA_OPAQUE, "raw": NA_OPAQUE,
+                 "inspected": NA_INSP_ECH},
+            why="the neighbour: by default ECH passes on its outer name (browsers send GREASE "
+                "ECH that looks the same)"),
         Row("sni-mismatch: a silent client past headerTimeout, then another name",
             sni="evil.test", host_header="evil.test", delay=1.4, parallel=True,
             deny=("sni-mismatch", 403, "evil.test"),
@@ -1883,7 +1918,7 @@ def all_rows():
 
 REQUEST_KEYS = {"host", "port", "method", "path", "body", "headers", "host_header", "sni",
                 "hrr_sni", "tls_pad", "big_in", "cred", "delay", "origin", "source", "pipeline",
-                "then_host", "websocket"}
+                "then_host", "websocket", "ech"}
 
 
 class Case:
@@ -2046,6 +2081,8 @@ def group_config(gname, cells, env):
                    "shutdownGrace": "2s"},
         "sessions": sessions,
     }
+    if gname == "main":
+        cfg["tls"]["refuseECH"] = True  # the ech rows; group noech has the default
     if gname == "nosession":
         cfg["sessions"] = {"agent": {"clients": ["192.0.2.1/32"]},
                            "local": {"clients": ["127.0.0.2/32"]}}

@@ -355,6 +355,15 @@ static void test_print(void **state)
 	free(out);
 	allow_config_free(c);
 
+	/* tls.refuseECH: what an allowed HTTPS tunnel with ECH gets */
+	c = load_ok("tls: {refuseECH: true}\nsessions:\n  a: {}\n");
+	assert_int_equal(c->tls.refuse_ech, 1);
+	out = print_to_string(c);
+	assert_non_null(strstr(out, "    https: relayed after the first bytes are checked; a "
+	                            "ClientHello with ECH is refused (tls.refuseECH)\n"));
+	free(out);
+	allow_config_free(c);
+
 	c = load_ok("sessions:\n  a: {}\n  b:\n    bound: {network: {allowDomains: [], enforce: sandbox,"
 		    " domains: [x.test], actions: [read, write]}}\n"
 		    "    limits: {maxConnections: 1, maxConnectionsTotal: 2, maxBytesOut: 1500,"
@@ -368,7 +377,8 @@ static void test_print(void **state)
 		"  inspect: (none)\n"
 		"  enforce: (not set)\n"
 		"  tunnels:\n"
-		"    https: relayed after the first bytes are checked\n"
+		"    https: relayed after the first bytes are checked; ECH is judged on its outer "
+		"name (tls.refuseECH: false)\n"
 		"    plain http: each request decided by its method and path\n"
 		"    ssh: relayed after the first bytes are checked\n"
 		"    other: relayed after the first bytes are checked\n"
@@ -763,7 +773,9 @@ static const struct error_case error_cases[] = {
 		"t.yaml:1:19: tls.upstreamCA: expected system or a CA bundle file, got a list"},
 	{"tls: {upstreamCA: ~}\n",
 		"t.yaml:1:19: tls.upstreamCA: expected a file path, got an empty value"},
-	{"tls: {cas: {}}\n", "t.yaml:1:7: tls.cas: unknown key (expected one of: ca, upstreamCA)"},
+	{"tls: {cas: {}}\n", "t.yaml:1:7: tls.cas: unknown key (expected one of: ca, upstreamCA, refuseECH)"},
+	{"tls: {refuseECH: yes}\n",
+	        "t.yaml:1:18: tls.refuseECH: \"yes\" is not a boolean (use true or false)"},
 	{"tls: []\n", "t.yaml:1:6: tls: expected a mapping, got a list"},
 
 	/* the document itself */

@@ -344,6 +344,45 @@ static void test_built_good(void **state)
 	assert_string_equal(name, "");
 }
 
+/* proxy_sni_hello reports an encrypted_client_hello extension (tls.refuseECH), with or without a
+ * server_name, and nothing for a hello without one or one not complete yet. */
+static void test_ech_flag(void **state)
+{
+	(void)state;
+	static struct bytes e, h;
+	char name[PROXY_SNI_NAME_BUF];
+	const char *why;
+	size_t used;
+	unsigned flags;
+
+	e.n = 0;
+	add_sni(&e, 0, "outer.test", 10);
+	build(&h, e.b, e.n, 0);
+	flags = 99;
+	assert_int_equal(proxy_sni_hello(h.b, h.n, name, sizeof name, &used, &flags, &why),
+	        PROXY_SNI_FOUND);
+	assert_int_equal(flags, 0);
+
+	add_ext(&e, 0xfe0d, "\x00\x00\x01\x00\x01\x2a\x00\x01\x5e\x00\x01\xe5", 12);
+	build(&h, e.b, e.n, 0);
+	assert_int_equal(proxy_sni_hello(h.b, h.n, name, sizeof name, &used, &flags, &why),
+	        PROXY_SNI_FOUND);
+	assert_int_equal(flags, PROXY_SNI_F_ECH);
+	assert_string_equal(name, "outer.test");
+	assert_int_equal(used, h.n);
+	/* a prefix says nothing yet */
+	assert_int_equal(proxy_sni_hello(h.b, h.n - 1, name, sizeof name, &used, &flags, &why),
+	        PROXY_SNI_NEED_MORE);
+	assert_int_equal(flags, 0);
+
+	e.n = 0;
+	add_ext(&e, 0xfe0d, "\x01", 1); /* the inner form, alone */
+	build(&h, e.b, e.n, 0);
+	assert_int_equal(proxy_sni_hello(h.b, h.n, name, sizeof name, &used, &flags, &why),
+	        PROXY_SNI_NONE);
+	assert_int_equal(flags, PROXY_SNI_F_ECH);
+}
+
 struct bad_case {
 	const char *what; /* the edit */
 	const char *why;  /* part of the reason expected */
@@ -512,6 +551,7 @@ int main(void)
 	        cmocka_unit_test(test_openssl_multi_record),
 	        cmocka_unit_test(test_split_across_records),
 	        cmocka_unit_test(test_built_good),
+	        cmocka_unit_test(test_ech_flag),
 	        cmocka_unit_test(test_built_bad),
 	        cmocka_unit_test(test_not_tls),
 	};
