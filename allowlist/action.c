@@ -57,6 +57,53 @@ static int ends_with(const char *s, size_t n, const char *suffix)
 	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
+/* 1 when the path segment p[0..n) is word, ignoring ASCII case. */
+static int seg_is(const char *p, size_t n, const char *word)
+{
+	size_t m = strlen(word);
+	if (n != m)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((p[i] | 0x20) != (word[i] | 0x20))
+			return 0;
+	return 1;
+}
+
+/* Marks of git's dumb HTTP transport in a decoded path: git http-fetch reads a repository's
+ * files (info/refs without a service, objects/..., HEAD) and git http-push writes them over
+ * WebDAV (LOCK info/refs, MKCOL and PUT under objects/, PUT and MOVE under refs/).  Segments are
+ * compared, so that "//" and "/./" change nothing.  Returns the bits: 1 names info/refs,
+ * objects/, refs/ or HEAD at the end. */
+static int dumb_git_path(const char *path, size_t n)
+{
+	const char *prev = NULL;
+	size_t prevn = 0;
+	const char *last = NULL;
+	size_t lastn = 0;
+	size_t i = 0;
+	while (i < n) {
+		while (i < n && path[i] == '/')
+			i++;
+		size_t s = i;
+		while (i < n && path[i] != '/')
+			i++;
+		size_t sn = i - s;
+		if (sn == 0 || (sn == 1 && path[s] == '.'))
+			continue;
+		const char *seg = path + s;
+		int more = i < n; /* a segment follows (or at least a '/') */
+		if (prev != NULL && seg_is(prev, prevn, "info") && seg_is(seg, sn, "refs"))
+			return 1;
+		if (more && (seg_is(seg, sn, "objects") || seg_is(seg, sn, "refs")))
+			return 1;
+		prev = seg;
+		prevn = sn;
+		last = seg;
+		lastn = sn;
+	}
+	return last != NULL && seg_is(last, lastn, "HEAD");
+}
+
 /* A target longer than this is classified by its raw text only (no exact git form is that
  * long), so the decoding buffer stays on the stack. */
 #define DECODE_MAX 8192
@@ -94,8 +141,12 @@ unsigned allow_http_action(const char *method, const char *target, size_t len, i
 	                                    strcmp(method, "OPTIONS") == 0)
 	                       ? ALLOW_TAG_HTTP_READ
 	                       : ALLOW_TAG_HTTP_WRITE;
-	/* Unsure means more: a git service named anywhere (also where the decoding did not fit,
-	 * then in the raw text) adds its tag. */
+	/* Unsure means more: git's dumb transport reads and writes a repository's files (a read
+	 * of them may be a fetch, anything else a push: git http-push's WebDAV requests) ... */
+	if (fits && dumb_git_path(path, pn))
+		tag |= tag == ALLOW_TAG_HTTP_READ ? ALLOW_TAG_GIT_FETCH : ALLOW_TAG_GIT_PUSH;
+	/* ... and a git service named anywhere (also where the decoding did not fit, then in the
+	 * raw text) adds its tag. */
 	const char *hay[2][2] = {{path, query}, {target, ""}};
 	size_t hn[2][2] = {{pn, qn}, {len, 0}};
 	int which = fits ? 0 : 1;

@@ -1340,6 +1340,12 @@ def http_action(method, path):
     if method == "POST" and p.endswith("/git-receive-pack"):
         return "git:push"
     tags = {"http:read" if method in ("GET", "HEAD", "OPTIONS") else "http:write"}
+    segs = [s for s in p.lower().split("/") if s not in ("", ".")]
+    dumb = any(a == "info" and b == "refs" for a, b in zip(segs, segs[1:])) or \
+        any(s in ("objects", "refs") for s in p.lower().rstrip("/").split("/")[:-1]) or \
+        (segs[-1:] == ["head"])
+    if dumb:  # git's dumb transport: a read may fetch, a write (WebDAV) may push
+        tags.add("git:fetch" if tags == {"http:read"} else "git:push")
     if "git-upload-pack" in path.lower():
         tags.add("git:fetch")
     if "git-receive-pack" in path.lower():
@@ -1419,6 +1425,10 @@ def action_rows():
         (["git:fetch"], "GET", GITF, A, I, I, I),
         (["git:push"], "POST", "/o/r.git/git-receive-pack", A, I, I, I),
         (["git:push"], "GET", "/o/r.git/info/refs?service=git-receive-pack", A, I, I, I),
+        # git http-push over WebDAV (black-box finding: it was http:write alone)
+        (["git:push"], "LOCK", "/r.git/info/refs", A, I, I, I),
+        (["git:push"], "PUT", "/r.git/objects/ab/cdef", A, I, I, I),
+        (["git:fetch"], "GET", "/r.git/info/refs", A, I, I, I),
         (["ssh:read"], "GET", "/x", "allow", "allow", I, I),
         (["ssh:write"], "GET", "/x", "allow", "allow", I, I),
         (["ssh:read", "ssh:write"], "GET", "/x", "allow", "allow", A, I),

@@ -39,13 +39,34 @@ static const struct http_case http_cases[] = {
         {"POST", "/git-upload-pack/x", 1, "git:fetch,http:write"},
         {"POST", "/o/r.git/git-upload-pack?x=1", 1, "git:fetch,http:write"},
         {"GET", "/o/r.git/info/refs?service=git-upload-pack&x=1", 0, "git:fetch,http:read"},
-        {"GET", "/o/r.git/info/refs?service=git-upload-pack", 1, "git:fetch,http:write"},
+        {"GET", "/o/r.git/info/refs?service=git-upload-pack", 1, "git:fetch,git:push,http:write"},
         {"PUT", "/o/r.git/git-upload-pack", 1, "git:fetch,http:write"},
         {"POST", "/o/r.git/GIT-RECEIVE-PACK", 1, "git:push,http:write"},
         {"POST", "/o/r.git/GIT-UPLOAD-PACK", 1, "git:fetch,http:write"},
         {"GET", "/search?q=git%2dreceive%2Dpack", 0, "git:push,http:read"},
         {"POST", "/a?git-receive-pack&git-upload-pack", 1, "git:fetch,git:push,http:write"},
         {"POST", "/o/r.git/git-upload-pack%3Fx", 1, "git:fetch,http:write"},
+        /* git's dumb transport: reads of a repository's files may fetch, writes may push
+         * (black-box finding: git http-push's WebDAV requests were http:write alone) */
+        {"LOCK", "/r.git/info/refs", 1, "git:push,http:write"},
+        {"PUT", "/r.git/objects/ab/cdef", 1, "git:push,http:write"},
+        {"MKCOL", "/r.git/objects/ab/", 0, "git:push,http:write"},
+        {"MOVE", "/r.git/refs/heads/main_opaquelocktoken", 0, "git:push,http:write"},
+        {"PUT", "/r.git/HEAD", 1, "git:push,http:write"},
+        {"PUT", "/r.git//info/./refs", 1, "git:push,http:write"},
+        {"PUT", "/r.git/info%2Frefs", 1, "git:push,http:write"},
+        {"PATCH", "/repos/o/r/git/refs/heads/main", 1, "git:push,http:write"},
+        {"GET", "/r.git/info/refs", 0, "git:fetch,http:read"},
+        {"GET", "/r.git/INFO/REFS", 0, "git:fetch,http:read"},
+        {"GET", "/r.git/objects/info/packs", 0, "git:fetch,http:read"},
+        {"GET", "/r.git/HEAD", 0, "git:fetch,http:read"},
+        {"GET", "/r.git/info/refs?x=1", 0, "git:fetch,http:read"},
+        /* their neighbours: the same words elsewhere in a path */
+        {"PUT", "/api/objects", 1, "http:write"},
+        {"PUT", "/refs", 1, "http:write"},
+        {"GET", "/docs/info/refsx", 0, "http:read"},
+        {"GET", "/headless", 0, "http:read"},
+        {"PROPFIND", "/r.git/", 0, "http:write"},
 };
 
 static void test_http_action(void **state)
