@@ -376,8 +376,21 @@ static int feed_body(struct proxy_conn *c)
 	struct proxy_fwd *f = c->fwd;
 	struct evbuffer *in = bufferevent_get_input(c->client.bev);
 	if (proxy_h1_feed(&f->req, in) == PROXY_H1_ERROR) {
-		/* The head was forwarded already; a broken body can only end both sides. */
-		proxy_conn_close(c, f->cut ? "limit-bytes" : "error");
+		/* The head was forwarded already; a broken body ends both sides, with a 400 when
+		 * no answer has begun (black-box finding: a chunk line ended by a bare LF got no
+		 * answer at all, only a close recorded as error). */
+		if (f->cut || f->resp_sent) {
+			proxy_conn_close(c, f->cut ? "limit-bytes" : "error");
+			return -1;
+		}
+		struct proxy_outcome o;
+		char rule[240];
+		snprintf(rule, sizeof rule, "request body: %s",
+		        http_errno_description(HTTP_PARSER_ERRNO(&f->req.p)));
+		proxy_outcome_set(&o, 400, "bad-request", rule,
+		        "The request body's framing is malformed (chunk sizes in hex, every line "
+		        "ended by CRLF)");
+		proxy_deny(c, &o);
 		return -1;
 	}
 	if (c->client.eof && !f->req.h.msg_complete) {
