@@ -72,8 +72,8 @@ static int seg_is(const char *p, size_t n, const char *word)
 /* Marks of git's dumb HTTP transport in a decoded path: git http-fetch reads a repository's
  * files (info/refs without a service, objects/..., HEAD) and git http-push writes them over
  * WebDAV (LOCK info/refs, MKCOL and PUT under objects/, PUT and MOVE under refs/).  Segments are
- * compared, so that "//" and "/./" change nothing.  Returns the bits: 1 names info/refs,
- * objects/, refs/ or HEAD at the end. */
+ * compared, so that "//" and "/./" change nothing, and in any case but HEAD's.  Returns 1 for a
+ * path with info/refs, a directory objects/ or refs/, or HEAD as its last segment. */
 static int dumb_git_path(const char *path, size_t n)
 {
 	const char *prev = NULL;
@@ -101,7 +101,8 @@ static int dumb_git_path(const char *path, size_t n)
 		last = seg;
 		lastn = sn;
 	}
-	return last != NULL && seg_is(last, lastn, "HEAD");
+	/* git's HEAD file exactly: "/head" is a common word in other paths */
+	return last != NULL && lastn == 4 && memcmp(last, "HEAD", 4) == 0;
 }
 
 /* A target longer than this is classified by its raw text only (no exact git form is that

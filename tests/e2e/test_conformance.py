@@ -1344,7 +1344,7 @@ def http_action(method, path):
     segs = [s for s in p.lower().split("/") if s not in ("", ".")]
     dumb = any(a == "info" and b == "refs" for a, b in zip(segs, segs[1:])) or \
         any(s in ("objects", "refs") for s in p.lower().split("/")[:-1]) or \
-        (segs[-1:] == ["head"])
+        (p.split("/")[-1:] == ["HEAD"])
     if dumb:  # git's dumb transport: a read may fetch, a write (WebDAV) may push
         tags.add("git:fetch" if tags == {"http:read"} else "git:push")
     if "git-upload-pack" in path.lower():

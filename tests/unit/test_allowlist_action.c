@@ -66,6 +66,8 @@ static const struct http_case http_cases[] = {
         {"PUT", "/refs", 1, "http:write"},
         {"GET", "/docs/info/refsx", 0, "http:read"},
         {"GET", "/headless", 0, "http:read"},
+        {"GET", "/head", 0, "http:read"},
+        {"PUT", "/x/head", 1, "http:write"},
         {"PROPFIND", "/r.git/", 0, "http:write"},
 };
 
