@@ -13,7 +13,9 @@
 
 #include <event2/buffer.h>
 
+#include "allowlist/action.h"
 #include "allowlist/host.h"
+#include "allowlist/tags.h"
 #include "proxy/h1.h"
 
 static void check_head(const struct proxy_head *h)
@@ -61,6 +63,25 @@ static void check_target(const struct proxy_h1_target *c, int absolute_form)
 	}
 }
 
+/* The action of a request (allowlist/action.c): some HTTP or git tag and nothing else; a write
+ * is never a read alone; a path that names a git service (any case) carries its tag. */
+static void check_action(const char *method, const char *path)
+{
+	const unsigned http = ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_GIT_FETCH |
+	                      ALLOW_TAG_GIT_PUSH;
+	for (int body = 0; body < 2; body++) {
+		unsigned t = allow_http_action(method, path, strlen(path), body);
+		if (t == 0 || (t & ~http) != 0)
+			abort();
+		if (body && t == ALLOW_TAG_HTTP_READ)
+			abort();
+		if (strcasestr(path, "git-receive-pack") != NULL && !(t & ALLOW_TAG_GIT_PUSH))
+			abort();
+		if (strcasestr(path, "git-upload-pack") != NULL && !(t & ALLOW_TAG_GIT_FETCH))
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -90,8 +111,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (st == 1) {
 		check_head(&m.h);
 		struct proxy_h1_target t;
-		if (proxy_h1_request_target(&m, absolute_form, &t, &reason, why, sizeof why) == 0)
+		if (proxy_h1_request_target(&m, absolute_form, &t, &reason, why, sizeof why) == 0) {
 			check_target(&t, absolute_form);
+			if (t.path != NULL)
+				check_action(http_method_str((enum http_method)m.p.method), t.path);
+		}
 		free(t.path);
 	}
 	proxy_h1_free(&m);
