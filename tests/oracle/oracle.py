@@ -348,6 +348,7 @@ class Sandbox:
         with open(stub, "rb") as f:
             image = f.read()
         self.binds = []
+        self.times = {}
 
         def make(path, ident):
             with open(path, "wb") as f:
@@ -380,7 +381,10 @@ class Sandbox:
              "--tmpfs", "/tmp", "--unshare-all", "--unshare-user", "--uid", "65534",
              "--gid", "65534", "--die-with-parent", "--new-session",
              "--ro-bind", self.bin, "/tmp/.oracle-bin", "--bind", out or self.out,
-             "/tmp/.oracle-out"]
+             "/tmp/.oracle-out",
+             # the driver, wherever the checkout is: a checkout under /tmp is hidden by the
+             # sandbox's own /tmp (a run from there ran nothing and reported no finding)
+             "--ro-bind", HERE, "/tmp/.oracle-src"]
         for src, dst in self.binds:
             a += ["--ro-bind", src, dst]
         return a + ["--"] + inner
@@ -397,6 +401,11 @@ class Sandbox:
         if p.returncode != 0 or b"ORACLE" in p.stderr or b"curl\x1f" not in p.stdout:
             return "bwrap cannot make the sandbox here (user namespaces?): " + \
                 p.stderr.decode("utf-8", "replace").strip()[:200]
+        # the driver itself must run there and see the stubs: a run in which nothing runs
+        # finds nothing, silently
+        if not any(c and c[0] == "curl" for c in sum(self.run_one(["curl x"], self.out, 0), [])):
+            raise SystemExit("oracle: the driver ran nothing in the sandbox (curl x recorded no "
+                             "call): every result would be empty")
         return None
 
     def run(self, lines, jobs=2):
@@ -433,7 +442,7 @@ class Sandbox:
         while start < len(lines):
             if os.path.exists(res):
                 os.unlink(res)
-            subprocess.run(self.argv(["/usr/bin/python3", os.path.join(HERE, "driver.py"),
+            subprocess.run(self.argv(["/usr/bin/python3", "/tmp/.oracle-src/driver.py",
                                       "/tmp/.oracle-out/lines.json", str(start),
                                       "/tmp/.oracle-out/results.jsonl", "/tmp/.oracle-bin"],
                                      out),
