@@ -156,6 +156,16 @@ unsigned allow_http_action(const char *method, const char *target, size_t len, i
 			tag |= ALLOW_TAG_GIT_FETCH;
 		if (contains_nocase(hay[which][i], hn[which][i], "git-receive-pack"))
 			tag |= ALLOW_TAG_GIT_PUSH;
+		/* ... also once more decoded, for an origin that decodes twice (a black-box
+		 * attacker's git-receive%252Dpack) */
+		if (fits && memchr(hay[0][i], '%', hn[0][i]) != NULL) {
+			char twice[DECODE_MAX];
+			size_t tn = decode(hay[0][i], hn[0][i], twice, sizeof twice);
+			if (contains_nocase(twice, tn, "git-upload-pack"))
+				tag |= ALLOW_TAG_GIT_FETCH;
+			if (contains_nocase(twice, tn, "git-receive-pack"))
+				tag |= ALLOW_TAG_GIT_PUSH;
+		}
 	}
 	return tag;
 }

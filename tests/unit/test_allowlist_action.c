@@ -69,6 +69,10 @@ static const struct http_case http_cases[] = {
         {"GET", "/head", 0, "http:read"},
         {"PUT", "/x/head", 1, "http:write"},
         {"PROPFIND", "/r.git/", 0, "http:write"},
+        /* decoded twice, for an origin that does (black-box finding) */
+        {"POST", "/r/git-receive%252Dpack", 1, "git:push,http:write"},
+        {"GET", "/r/x?s=git%252Dupload-pack", 0, "git:fetch,http:read"},
+        {"POST", "/r/100%25", 1, "http:write"},
 };
 
 static void test_http_action(void **state)
