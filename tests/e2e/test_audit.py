@@ -339,10 +339,10 @@ def case_full_device_denies(h):
 
 
 class FifoReader:
-    """Reads a FIFO in a thread, into .data, unless paused."""
+    """Reads a FIFO (or a terminal's master side, fd) in a thread, into .data, unless paused."""
 
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    def __init__(self, path, fd=None):
+        self.fd = fd if fd is not None else os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         self.data = bytearray()
         self.run = threading.Event()
         self.run.set()
@@ -453,6 +453,58 @@ def case_fifo_reader_stalls(h):
     check_eq(v.returncode, 0, "audit verify on what the FIFO carried (%r)" % v.stderr)
 
 
+def case_terminal_reader_stalls(h):
+    """audit.path is a terminal whose reader stops: the same bounded backlog as a FIFO's."""
+    import pty
+    import tty
+    master, slave = pty.openpty()
+    tty.setraw(slave)  # no \r added to the records
+    os.set_blocking(master, False)
+    name = os.ttyname(slave)
+    reader = h.add(FifoReader(None, fd=master))
+    origin = h.origin()
+    cfg = base_config({"origin.test": ["127.0.0.1"]})
+    e = h.egressd(dict(cfg, audit={"path": name}))
+    c = Conn(e.port)
+    c.request("GET", "http://origin.test:%d/before" % origin.port)
+    check_eq(c.read_response().status, 200, "GET before the reader stops")
+    c.close()
+    reader.run.clear()
+    long_path = "/" + "p" * 48000
+    refused = None
+    deadline = time.time() + 60
+    for i in range(200):
+        check(time.time() < deadline, "no refusal within 60 s (the loop may be blocked)")
+        c = Conn(e.port)
+        c.request("GET", "http://origin.test:%d%s%d" % (origin.port, long_path, i))
+        r = c.read_response()
+        c.close()
+        if r.status == 503:
+            refused = (i, r)
+            break
+        check_eq(r.status, 200, "GET %d while the backlog fills" % i)
+    check(refused is not None, "200 long GETs without a refusal: the backlog is not bounded")
+    check_eq(refused[1].header("X-Egressd-Reason"), "audit-unavailable",
+             "reason once the backlog is full")
+    reader.run.set()
+    ok = False
+    deadline = time.time() + 10
+    while time.time() < deadline and not ok:
+        c = Conn(e.port)
+        c.request("GET", "http://origin.test:%d/after" % origin.port)
+        ok = c.read_response().status == 200
+        c.close()
+        if not ok:
+            time.sleep(0.1)
+    check(ok, "no request passed within 10 s of the reader resuming")
+    check_eq(e.stop(), 0, "exit code")
+    reader.close()
+    os.close(slave)
+    recs = [json.loads(x) for x in bytes(reader.data).split(b"\n") if x.strip()]
+    check(any(x.get("path") == "/after" for x in recs), "the request after the resume is missing")
+    check_eq(len([x for x in recs if x["event"] == "audit"]), 1, "recovery records")
+
+
 def threads_of(pid):
     names = []
     for tid in os.listdir("/proc/%d/task" % pid):
@@ -511,5 +563,7 @@ if __name__ == "__main__":
          case_full_device_denies),
         ("a FIFO whose reader stalls: refused when full, tunnels go on, back when read",
          case_fifo_reader_stalls),
+        ("a terminal whose reader stalls: refused when full, back when read",
+         case_terminal_reader_stalls),
         ("audit.fsync: true works end to end", case_fsync),
     ])
