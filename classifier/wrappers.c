@@ -1697,6 +1697,19 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 	static const struct cls_opts spec = {"oO", NULL, lv, 1, 0};
 	struct shell_opts so = {0, 0, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, shell_opt, &so, NULL);
+	/* --rcfile/--init-file FILE (bash also takes them with one dash): an interactive shell
+	 * runs FILE first, a process substitution or standard input as well (black-box finding
+	 * A3): refused, as is an option that is not static */
+	for (size_t i = 1; i < k && i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (cls_word_is(w, "--rcfile") || cls_word_is(w, "-rcfile") ||
+		        cls_word_is(w, "--init-file") || cls_word_is(w, "-init-file") ||
+		        (w->len > 0 && (w->s[0] == '-' || w->s[0] == CLS_EXP_MARK) &&
+		                memchr(w->s, CLS_EXP_MARK, w->len) != NULL))
+			return cls_refuse(c, w->off,
+			        "a shell's start-up file option (--rcfile, --init-file) or an option "
+			        "that is not static: refused");
+	}
 	size_t bl;
 	const char *base = word_base(&r->v[0], &bl);
 	/* bash expands aliases in posix mode, with -O expand_aliases or -i; the other shells
@@ -1902,6 +1915,32 @@ static int w_set(struct cls_ctx *c, struct run *r)
 }
 
 /* hash -p PATH NAME makes NAME run PATH: refused (BASH_CMDS[NAME]= is refused the same way) */
+/* compgen -C CMD / -F FUNC and complete -C / -F run a command line or a function (black-box
+ * finding A1: `compgen -C 'git push' x` ran git push): refused, with any option that is not
+ * static. */
+static int w_compgen(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->len > 0 && w->s[0] == CLS_EXP_MARK)
+			return cls_refuse(c, w->off, "a completion builtin's option is not static");
+		if (w->len >= 2 && w->s[0] == '-' &&
+		        (memchr(w->s, 'C', w->len) != NULL || memchr(w->s, 'F', w->len) != NULL ||
+		                memchr(w->s, CLS_EXP_MARK, w->len) != NULL))
+			return cls_refuse(c, w->off,
+			        "compgen/complete -C or -F runs a command or a function: refused");
+	}
+	return 0;
+}
+
+/* fc re-runs commands from the history, which `history -s` fills (black-box finding A2) */
+static int w_fc(struct cls_ctx *c, struct run *r)
+{
+	return cls_refuse(c, r->v[0].off, "fc runs commands from the history: refused");
+}
+
 static int w_hash(struct cls_ctx *c, struct run *r)
 {
 	for (size_t i = 1; i < r->n; i++) {
@@ -2105,6 +2144,8 @@ static const struct handler handlers[] = {
         {"chroot", w_chroot},
         {"chrt", w_chrt},
         {"command", w_command},
+        {"compgen", w_compgen},
+        {"complete", w_compgen},
         {"cp", w_copy},
         {"curl", h_curl},
         {"dash", w_shell},
@@ -2118,6 +2159,7 @@ static const struct handler handlers[] = {
         {"export", w_declare},
         {"fakeroot", w_fakeroot},
         {"faketime", w_faketime},
+        {"fc", w_fc},
         {"find", w_find},
         {"flock", w_flock},
         {"gawk", w_awk},
