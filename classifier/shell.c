@@ -369,15 +369,29 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
 			if (q == NULL)
 				return ERR(P, P->pos, "unterminated single quote");
-			P->pos = (size_t)(q - P->s) + 1;
+			/* ... and between double quotes they do not quote: bash expands what they
+			 * hold, "${x:-'$(git push)'}" runs git push (black-box finding A5) */
+			size_t from = P->pos + 1, end = (size_t)(q - P->s);
+			if (dq && (memchr(P->s + from, '$', end - from) != NULL ||
+			                  memchr(P->s + from, '`', end - from) != NULL))
+				return ERR(P, P->pos,
+				        "a substitution in single quotes inside a double-quoted ${ } "
+				        "(bash expands it there)");
+			P->pos = end + 1;
 		} else if (ch == '"') {
 			P->pos++;
 			if (parse_dquote(P, &b, &fl) == -1)
 				return -1;
 		} else if (ch == '$') {
 			/* $'...' is ANSI-C quoting here too, between double quotes or not */
+			int ansic = dq && !P->heredoc && at(P, P->pos + 1) == '\'';
 			if (parse_dollar(P, &b, &fl, dq && P->heredoc) == -1)
 				return -1;
+			/* bash expands the decoded text of a $'...' inside a double-quoted ${ }:
+			 * "${x:-$'\x24(git push)'}" runs git push (black-box finding A5) */
+			if (ansic && (memchr(b.p, '$', b.n) != NULL || memchr(b.p, '`', b.n) != NULL))
+				return ERR(P, P->pos - 1,
+				        "$'...' inside a double-quoted ${ } decodes to a substitution");
 		} else if (ch == '`') {
 			if (parse_backtick(P, &b, &fl) == -1)
 				return -1;
@@ -1081,6 +1095,13 @@ static int read_heredocs(struct parser *P)
 				while (cs < le && P->s[cs] == '\t')
 					cs++;
 			P->pos = nl ? le + 1 : le;
+			/* bash removes a backslash-newline in an unquoted here-doc before it compares
+			 * a line with the delimiter and before it expands the body: `EO\<newline>F'
+			 * ends it, `$\<newline>(...)' is a substitution (black-box finding A4).
+			 * Refused, not modelled. */
+			if (!h->quoted && nl != NULL && le > ls && P->s[le - 1] == '\\')
+				return ERR(P, le - 1,
+				        "a backslash-newline in an unquoted here-document: refused");
 			if (le - cs == h->dlen && memcmp(P->s + cs, h->delim, h->dlen) == 0) {
 				end = ls;
 				found = 1;
