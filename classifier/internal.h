@@ -47,6 +47,8 @@ struct cls_doc {
                              /dev/null unless it redirects or pipes one itself */
 #define CLS_C_XOPTS 0x10u /* the appended words come from the line (a pipe, a here-string):
                              they may be options */
+#define CLS_C_STDINX 0x40u /* standard input redirected from a word that is not static (a
+                              process substitution, an expansion) */
 
 /* One simple command as the parser found it: assignments and redirections removed. */
 struct cls_cmd {

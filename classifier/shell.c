@@ -1508,6 +1508,8 @@ static int parse_redir(struct parser *P, struct redirs *r)
 		r->flags |= CLS_C_STDIN;
 	if (on_stdin && op != R_OUT && (t->w.flags & CLS_W_DL))
 		r->flags |= CLS_C_DLIN; /* < <(curl ...), <<< "$(curl ...)" */
+	if (on_stdin && op != R_OUT && (t->w.flags & CLS_W_EXP))
+		r->flags |= CLS_C_STDINX; /* < <(...): xargs' words from the line */
 	if (op == R_HEREDOC && on_stdin) {
 		r->doc = t->doc;
 		if (t->doc != NULL && t->doc->download)

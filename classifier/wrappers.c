@@ -392,6 +392,11 @@ static int env_split(
 				i += 2;
 				switch (e) {
 				case '_':
+					if (q != '"') {
+						/* outside double quotes \_ separates words */
+						stop = 2;
+						break;
+					}
 					buf[bp++] = ' ';
 					break;
 				case 'n':
@@ -405,6 +410,10 @@ static int env_split(
 					break;
 				default:
 					buf[bp++] = e;
+					break;
+				}
+				if (stop == 2) {
+					stop = 0;
 					break;
 				}
 				if (stop)
@@ -430,17 +439,17 @@ static int env_split(
 
 static int w_env(struct cls_ctx *c, struct run *r)
 {
-	static const char *const lv[] = {"unset", "chdir", "split-string", CLS_LONG_FLAGS,
+	static const char *const lv[] = {"unset", "chdir", "split-string", "argv0", CLS_LONG_FLAGS,
 	        "ignore-environment", "null", "default-signal",
 	        "ignore-signal", "block-signal", "list-signal-handling", "debug", "help", "version",
 	        NULL};
-	static const struct cls_opts spec = {"uCS", NULL, lv, 0, 0};
+	static const struct cls_opts spec = {"uCSa", NULL, lv, 0, 0};
 	struct grab g = {.c = 'S', .l = "split-string", .stop = 1};
 	int stopped;
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, &stopped);
 	if (stopped) {
 		if (g.vw == NULL)
-			return 0;
+			return none_left(r);
 		/* env -S 'STRING' rest...: the split string takes the place of the option */
 		struct cls_word piece = *g.vw;
 		piece.s = g.val;
@@ -516,8 +525,22 @@ static void walk_permuted(const struct run *r, const struct cls_opts *spec, stru
 static int w_su(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"command", "shell", "group", "supp-group",
-	        "whitelist-environment", "session-command", NULL};
-	static const struct cls_opts spec = {"csgGw", NULL, lv, 0, 0};
+	        "whitelist-environment", "session-command", "user", CLS_LONG_FLAGS, "login",
+	        "fast", "preserve-environment", "pty", "help", "version", NULL};
+	static const struct cls_opts spec = {"csgGwu", NULL, lv, 0, 0};
+	/* words after `--' (past the user) go to the shell: `su root -- -c CMD' */
+	for (size_t i = 1; i < r->n; i++)
+		if (cls_word_is(&r->v[i], "--")) {
+			size_t rest = r->n - i - 1;
+			if (rest > 1 || (rest == 1 && r->v[i + 1].len > 0 && r->v[i + 1].s[0] == '-'))
+				return cls_refuse(c, r->v[i].off,
+				        "su passes the words after -- to the shell: refused");
+			break;
+		}
+	struct grab gs = {.l = "session-command"};
+	walk_permuted(r, &spec, &gs);
+	if (gs.found)
+		return cls_refuse(c, r->v[0].off, "su --session-command: refused");
 	struct grab g = {.c = 'c', .l = "command"};
 	walk_permuted(r, &spec, &g);
 	if (!g.found || g.vw == NULL) {
@@ -647,12 +670,19 @@ static int w_flock(struct cls_ctx *c, struct run *r)
 static int w_script(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"command", "echo", "log-in", "log-out", "log-io",
-	        "log-timing", "logging-format", "output-limit", NULL};
+	        "log-timing", "logging-format", "output-limit", CLS_LONG_FLAGS, "append", "flush",
+	        "force", "quiet", "return", "timing", "help", "version", NULL};
 	static const struct cls_opts spec = {"cEIOBTmo", "t", lv, 0, 0};
 	struct grab g = {.c = 'c', .l = "command"};
 	walk_permuted(r, &spec, &g);
-	if (!g.found || g.vw == NULL)
-		return 0; /* an interactive shell */
+	if (!g.found || g.vw == NULL) {
+		/* an interactive shell, whose terminal script feeds from its standard input */
+		if (r->flags & CLS_C_XARGS)
+			return none_left(r);
+		if (r->doc == NULL && !(r->flags & (CLS_C_PIPED | CLS_C_STDIN)))
+			return 0;
+		return stdin_program(c, r, 1, 0, r->v[0].off);
+	}
 	struct cls_word w = *g.vw;
 	w.s = g.val;
 	w.len = g.vlen;
@@ -773,10 +803,11 @@ static int shell_when_empty(struct cls_ctx *c, struct run *r, size_t k)
 static int w_unshare(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"propagation", "setgroups", "root", "wd", "setuid",
-	        "setgid", "load-interp", "map-user", "map-group", "map-users", "map-groups", CLS_LONG_FLAGS,
+	        "setgid", "load-interp", "map-user", "map-group", "map-users", "map-groups",
+	        "monotonic", "boottime", CLS_LONG_FLAGS,
 	        "mount", "uts", "ipc", "net", "pid", "user", "cgroup",
 	        "time", "fork", "kill-child", "mount-proc", "map-root-user", "map-current-user",
-	        "map-auto", "monotonic", "boottime", "keep-caps", "help", "version", NULL};
+	        "map-auto", "keep-caps", "help", "version", NULL};
 	static const struct cls_opts spec = {"RwSGl", "muinpUCT", lv, 0, 0};
 	return shell_when_empty(c, r, cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL));
 }
@@ -883,8 +914,14 @@ static int w_sg(struct cls_ctx *c, struct run *r)
 	if (k < r->n && cls_word_is(&r->v[k], "-c"))
 		k++;
 	if (k >= r->n)
-		return none_left(r);
+		return shell_when_empty(c, r, k); /* a shell reading standard input */
 	return run_word_script(c, &r->v[k], "sg command", r->flags);
+}
+
+/* newgrp [-] [GROUP]: a shell reading standard input */
+static int w_newgrp(struct cls_ctx *c, struct run *r)
+{
+	return shell_when_empty(c, r, r->n);
 }
 
 /* faketime [options] TIMESTAMP COMMAND */
@@ -1011,23 +1048,87 @@ static int w_spec(struct cls_ctx *c, struct run *r)
 static int w_setarch(struct cls_ctx *c, struct run *r)
 {
 	static const struct cls_opts spec = {"", NULL, NULL, 0, 0};
-	if (r->n < 2 || (r->v[1].len > 1 && r->v[1].s[0] == '-'))
-		return 0; /* --list, --help */
+	if (r->n < 2)
+		return none_left(r);
+	if (r->v[1].len > 1 && r->v[1].s[0] == '-') {
+		const struct cls_word *o = &r->v[1];
+		if (cls_word_is(o, "--list") || cls_word_is(o, "--help") || cls_word_is(o, "-h") ||
+		        cls_word_is(o, "--version") || cls_word_is(o, "-V"))
+			return 0;
+		/* options before the architecture: refused rather than followed */
+		return cls_refuse(c, o->off, "setarch with options before its architecture: refused");
+	}
 	return shell_when_empty(c, r, cls_opts_walk(r->v, r->n, 2, &spec, NULL, NULL, NULL));
 }
 
 /* ip [options] netns exec NAME COMMAND, ip vrf exec NAME COMMAND: the command runs; any other
  * ip command configures the host. */
+static int ip_prefix(const struct cls_word *w, const char *lit, size_t min)
+{
+	return !(w->flags & CLS_W_EXP) && w->len >= min && w->len <= strlen(lit) &&
+	       memcmp(w->s, lit, w->len) == 0;
+}
+
 static int w_ip(struct cls_ctx *c, struct run *r)
 {
-	(void)c;
-	static const struct cls_opts spec = {"fblnr", NULL, NULL, 0, 0};
-	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, NULL, NULL, NULL);
-	if (k + 2 < r->n && (cls_word_is(&r->v[k], "netns") || cls_word_is(&r->v[k], "vrf")) &&
-	        (cls_word_is(&r->v[k + 1], "exec") || cls_word_is(&r->v[k + 1], "exe") ||
-	                cls_word_is(&r->v[k + 1], "e")))
+	size_t k = 1;
+	/* ip's options: a prefix of each name, one or two dashes (ip matches() them) */
+	while (k < r->n && r->v[k].len > 1 && r->v[k].s[0] == '-') {
+		const struct cls_word *w = &r->v[k];
+		if (w->flags & CLS_W_EXP)
+			return cls_refuse(c, w->off, "ip option is not static");
+		struct cls_word o = *w;
+		if (o.s[1] == '-') {
+			o.s++;
+			o.len--;
+		}
+		/* -all runs in every namespace; -batch reads commands from a file */
+		if (ip_prefix(&o, "-all", 2) || ip_prefix(&o, "-batch", 2) ||
+		        ip_prefix(&o, "-force", 3))
+			return cls_refuse(c, w->off, "ip -all / -batch: refused");
+		k++;
+		if (ip_prefix(&o, "-family", 2) || ip_prefix(&o, "-loops", 2) ||
+		        ip_prefix(&o, "-netns", 2) || ip_prefix(&o, "-rcvbuf", 3))
+			k++;
+	}
+	/* `netns exec NAME CMD', `vrf exec NAME CMD', with abbreviations */
+	if (k + 1 < r->n && (ip_prefix(&r->v[k], "netns", 3) || ip_prefix(&r->v[k], "vrf", 1)) &&
+	        ip_prefix(&r->v[k + 1], "exec", 1)) {
+		if (k + 2 < r->n && cls_word_is(&r->v[k + 2], "-all"))
+			return cls_refuse(c, r->v[k + 2].off, "ip netns exec -all: refused");
+		if (k + 3 > r->n)
+			return none_left(r);
 		return shift(r, k + 3);
+	}
 	return 0;
+}
+
+/* Programs that run a command given in their own syntax (capsh -- ARGS runs a shell with
+ * them, start-stop-daemon -x PROG, perf stat/record/trace CMD, bwrap's options of 0-3 words
+ * before CMD): refused rather than followed.  perf's reporting commands run nothing. */
+static int w_refuse_runner(struct cls_ctx *c, struct run *r)
+{
+	size_t bl;
+	const char *b = word_base(&r->v[0], &bl);
+	if (name_is(b, bl, "capsh")) {
+		int runs = 0;
+		for (size_t i = 1; i < r->n; i++)
+			if (cls_word_is(&r->v[i], "--") || cls_word_is(&r->v[i], "==") ||
+			        (r->v[i].flags & CLS_W_EXP))
+				runs = 1;
+		if (!runs)
+			return 0;
+	}
+	if (name_is(b, bl, "perf")) {
+		static const char *const quiet[] = {"list", "report", "annotate", "diff", "evlist",
+		        "help", "version", "--version", "--help", "archive", "buildid-list",
+		        "buildid-cache", "config", "data", "inject", "probe", NULL};
+		if (r->n < 2 || (!(r->v[1].flags & CLS_W_EXP) &&
+		                        cls_in_list(quiet, r->v[1].s, r->v[1].len)))
+			return 0;
+	}
+	return cls_refuse(c, r->v[0].off, "%.*s runs a command in its own syntax: refused",
+	        (int)bl, b);
 }
 
 /* The wrappers outside the handler table (kept out of it so that the lookup every command
@@ -1042,10 +1143,60 @@ static int (*find_more_wrapper(const char *b, size_t bl))(struct cls_ctx *, stru
 		return w_ip;
 	if (bl == 6 && memcmp(b, "toybox", 6) == 0)
 		return w_busybox;
+	if (name_is(b, bl, "newgrp"))
+		return w_newgrp;
+	if (name_is(b, bl, "capsh") || name_is(b, bl, "start-stop-daemon") ||
+	        name_is(b, bl, "perf") || name_is(b, bl, "bwrap"))
+		return w_refuse_runner;
 	return NULL;
 }
 
 /* ---- programs that run command lines of their own ------------------------------------ */
+
+static int fd_path(const struct cls_word *w);
+
+/* The value of a program-file option (awk -f, sed -f, make -f): standard input, a descriptor,
+ * a process substitution or an expansion is refused (its text is out of sight); a file is out
+ * of reach.  o is the option word at v[j]; name its long name, letter its short letter. */
+static int prog_file(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t j,
+        char letter, const char *name)
+{
+	const struct cls_word *o = &v[j], *val = NULL;
+	struct cls_word att;
+	if (o->len >= 2 && o->s[0] == '-' && o->s[1] == '-') {
+		if (!git_prefix(o, name))
+			return 0;
+		const char *eq = memchr(o->s, '=', o->len);
+		if (eq != NULL) {
+			att = *o;
+			att.s = eq + 1;
+			att.len = o->len - (size_t)(eq + 1 - o->s);
+			val = &att;
+		} else if (j + 1 < n) {
+			val = &v[j + 1];
+		}
+	} else if (o->len >= 2 && o->s[0] == '-') {
+		const char *f = memchr(o->s + 1, letter, o->len - 1);
+		if (f == NULL)
+			return 0;
+		if (f + 1 < o->s + o->len) {
+			att = *o;
+			att.s = f + 1;
+			att.len = o->len - (size_t)(f + 1 - o->s);
+			val = &att;
+		} else if (j + 1 < n) {
+			val = &v[j + 1];
+		}
+	}
+	if (val == NULL)
+		return 0;
+	if ((val->flags & CLS_W_EXP) || memchr(val->s, CLS_EXP_MARK, val->len) != NULL)
+		return refuse_program(c, val->off, (val->flags & CLS_W_DL) != 0,
+		        "a process substitution or an expansion");
+	if (fd_path(val) != 0)
+		return refuse_program(c, val->off, 0, "standard input or a descriptor");
+	return 0;
+}
 
 /* An awk program that can run a command: system(), a pipe to or from a command (print | "cmd",
  * "cmd" | getline), or |& (gawk's coprocess).  String literals are skipped; `||' is logic. */
@@ -1106,6 +1257,11 @@ static int w_awk(struct cls_ctx *c, struct run *r)
 			if (cls_word_is(o, "-f") || cls_word_is(o, "-E") || git_prefix(o, "file") ||
 			        git_prefix(o, "exec"))
 				st.file = 1;
+			if (j == k || r->v[j].s[0] == '-') {
+				if (prog_file(c, r->v, next, j, 'f', "file") == -1 ||
+				        prog_file(c, r->v, next, j, 'E', "exec") == -1)
+					return -1;
+			}
 			if ((cls_word_is(o, "-e") || git_prefix(o, "source")) && j + 1 < next) {
 				const struct cls_word *t = &r->v[j + 1];
 				if (awk_runs(t->s, t->len))
@@ -1117,8 +1273,10 @@ static int w_awk(struct cls_ctx *c, struct run *r)
 			break;
 		k = next;
 	}
-	if (st.file || k >= r->n)
+	if (st.file)
 		return 0;
+	if (k >= r->n)
+		return none_left(r); /* under xargs the program is its input's */
 	const struct cls_word *prog = &r->v[k];
 	if (awk_runs(prog->s, prog->len))
 		return cls_refuse(c, prog->off, "awk program runs commands: refused");
@@ -1217,6 +1375,8 @@ static int w_sed(struct cls_ctx *c, struct run *r)
 			const struct cls_word *o = &r->v[j];
 			if (cls_word_is(o, "-f") || git_prefix(o, "file"))
 				script = 1;
+			if (o->len >= 2 && o->s[0] == '-' && prog_file(c, r->v, next, j, 'f', "file") == -1)
+				return -1;
 			const struct cls_word *t = NULL;
 			struct cls_word att;
 			if ((cls_word_is(o, "-e") || (git_prefix(o, "expression") &&
@@ -1249,7 +1409,7 @@ static int w_sed(struct cls_ctx *c, struct run *r)
 			break;
 		k = next;
 	}
-	return 0;
+	return script ? 0 : none_left(r); /* under xargs the script is its input's */
 }
 
 /* split --filter=COMMAND runs COMMAND with sh -c for each piece */
@@ -1429,14 +1589,16 @@ static int w_xargs(struct cls_ctx *c, struct run *r)
 	struct xargs_state st = {NULL, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, xargs_opt, &st, NULL);
 	if (k >= r->n)
-		return 0; /* no command: echo */
+		return none_left(r); /* no command: echo (under xargs, the input's) */
 	if (st.rep != NULL && mark_replaced(c, r, k, st.rep, st.rl) == -1)
 		return -1;
 	/* the words xargs appends come from its input: unknown; when the line writes that
 	 * input (a pipe, a here-string) they may be options too.  A file's words (-a, < FILE)
 	 * are out of reach, as a script file is. */
 	r->flags |= CLS_C_XARGS;
-	if (!st.file && ((r->flags & CLS_C_PIPED) || r->doc != NULL))
+	/* -a FILE and a redirected standard input are unknown words too (black-box finding:
+	 * `xargs -a <(echo -d x URL) curl' was http:read) */
+	if (st.file || (r->flags & (CLS_C_PIPED | CLS_C_STDINX)) || r->doc != NULL)
 		r->flags |= CLS_C_XOPTS;
 	return shift(r, k);
 }
