@@ -337,6 +337,7 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 {
 	struct wbuf b;
 	unsigned fl = 0;
+	size_t sub_lo = SIZE_MAX, sub_hi = 0, arith_from = SIZE_MAX;
 	wb_init(&b);
 	if (cls_enter(P->c, P->base + open) == -1)
 		return -1;
@@ -352,6 +353,42 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		if (op == '[' || op == '@' || (op == ':' && op2 != '-' && op2 != '=' &&
 		                                      op2 != '?' && op2 != '+'))
 			P->c->evaluates = 1;
+		/* the parts bash evaluates as arithmetic: a subscript, and a substring's offset and
+		 * length, where single quotes do not quote (black-box finding A6) */
+		i = P->pos;
+		if (at(P, i) == '!' || at(P, i) == '#')
+			i++;
+		if (is_name_start(at(P, i))) {
+			while (i < P->len && is_name_char(P->s[i]))
+				i++;
+		} else if (at(P, i) >= '0' && at(P, i) <= '9') {
+			while (i < P->len && P->s[i] >= '0' && P->s[i] <= '9')
+				i++;
+		} else if (at(P, i) != '\0' && strchr("@*#?$!-", at(P, i)) != NULL) {
+			i++;
+		}
+		if (at(P, i) == '[') {
+			int depth = 0;
+			sub_lo = i;
+			for (; i < P->len; i++) {
+				if (P->s[i] == '\'') {
+					const char *q = memchr(P->s + i + 1, '\'', P->len - i - 1);
+					if (q == NULL)
+						break;
+					i = (size_t)(q - P->s);
+				} else if (P->s[i] == '[') {
+					depth++;
+				} else if (P->s[i] == ']' && --depth == 0) {
+					break;
+				}
+			}
+			sub_hi = i;
+			i++;
+		}
+		op = at(P, i);
+		op2 = at(P, i + 1);
+		if (op == ':' && op2 != '-' && op2 != '=' && op2 != '?' && op2 != '+')
+			arith_from = i;
 	}
 	for (;;) {
 		if (P->pos >= P->len)
@@ -372,11 +409,12 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 			/* ... and between double quotes they do not quote: bash expands what they
 			 * hold, "${x:-'$(git push)'}" runs git push (black-box finding A5) */
 			size_t from = P->pos + 1, end = (size_t)(q - P->s);
-			if (dq && (memchr(P->s + from, '$', end - from) != NULL ||
+			int arith = (P->pos > sub_lo && P->pos < sub_hi) || P->pos > arith_from;
+			if ((dq || arith) && (memchr(P->s + from, '$', end - from) != NULL ||
 			                  memchr(P->s + from, '`', end - from) != NULL))
 				return ERR(P, P->pos,
 				        "a substitution in single quotes inside a double-quoted ${ } "
-				        "(bash expands it there)");
+				        "or its arithmetic (bash expands it there)");
 			P->pos = end + 1;
 		} else if (ch == '"') {
 			P->pos++;
@@ -864,7 +902,15 @@ static int parse_subscript(struct parser *P, struct wbuf *b, unsigned *flags)
 			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
 			if (q == NULL)
 				return ERR(P, P->pos, "unterminated single quote");
-			P->pos = (size_t)(q - P->s) + 1;
+			/* an indexed array's subscript is arithmetic, where bash expands what single
+			 * quotes hold: a['$(git push)']=1 runs git push (black-box finding A6) */
+			size_t from = P->pos + 1, end = (size_t)(q - P->s);
+			if (memchr(P->s + from, '$', end - from) != NULL ||
+			        memchr(P->s + from, '`', end - from) != NULL)
+				return ERR(P, P->pos,
+				        "a substitution in single quotes in a subscript (bash expands it "
+				        "there)");
+			P->pos = end + 1;
 			*flags |= CLS_W_QUOTED;
 			continue;
 		}
