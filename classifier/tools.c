@@ -833,6 +833,18 @@ int cls_scan_program(struct cls_ctx *c, const char *base, size_t bl, const struc
 		if (bl >= nl && memcmp(base, langs[i].name, nl) == 0)
 			return one_liner(c, langs[i].lang, text, "here-document");
 	}
+	/* tclsh, lua, Rscript, ...: a language without a table; words that run commands, open
+	 * pipes or sockets, or build code are refused (tclsh <<< 'exec git push') */
+	static const char *const runs[] = {"exec", "popen", "system", "socket", "open", "spawn",
+	        "eval", "load", "require", "source", "package", "shell", "pipe", "url", "http",
+	        "Process", "run", "do", "`", "|", "[", NULL};
+	if (memchr(text->s, CLS_EXP_MARK, text->len) != NULL)
+		return cls_refuse(c, text->off, "here-document program is not static");
+	for (size_t i = 0; runs[i] != NULL; i++)
+		if (memmem(text->s, text->len, runs[i], strlen(runs[i])) != NULL)
+			return cls_refuse(c, text->off,
+			        "a %.*s program from standard input may run commands (%s): refused",
+			        (int)bl, base, runs[i]);
 	return 0;
 }
 

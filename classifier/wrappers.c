@@ -1131,6 +1131,164 @@ static int w_refuse_runner(struct cls_ctx *c, struct run *r)
 	        (int)bl, b);
 }
 
+static int prog_file(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t j,
+        char letter, const char *name);
+static int fd_path(const struct cls_word *w);
+
+/* Whether r's standard input is fed by the line (a pipe, a redirection, a here-doc). */
+static int stdin_fed(const struct run *r)
+{
+	return r->doc != NULL || (r->flags & (CLS_C_PIPED | CLS_C_STDIN));
+}
+
+/* Whether text (a static word) holds one of the needles; an expansion always counts. */
+static int holds_any(const char *t, size_t n, const char *const *needles)
+{
+	if (memchr(t, CLS_EXP_MARK, n) != NULL)
+		return 1;
+	for (size_t i = 0; needles[i] != NULL; i++)
+		if (memmem(t, n, needles[i], strlen(needles[i])) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Programs whose command language runs shell commands (second attacker's findings): ed's `!'
+ * and `w !cmd', gdb's -ex/-x (shell, pipe, python), make's --eval/-E and a makefile from
+ * standard input, sqlite3's .shell/.system/edit(), groff -U (.sy, .pso), vim/vi/ex -c, +CMD,
+ * -S and ex mode on standard input.  Refused where the command text is not followed. */
+static int w_cmdlang(struct cls_ctx *c, struct run *r)
+{
+	size_t bl;
+	const char *b = word_base(&r->v[0], &bl);
+	const struct cls_word *v = r->v;
+	if (name_is(b, bl, "ed") || name_is(b, bl, "red")) {
+		/* commands from standard input: a static here-doc without `!' runs nothing */
+		if (r->doc != NULL && r->doc->ready && !r->doc->nonstatic &&
+		        memchr(r->doc->s, '!', r->doc->len) == NULL)
+			return 0;
+		if (stdin_fed(r))
+			return cls_refuse(c, v[0].off, "ed reads commands (`!cmd') from standard input: refused");
+		return 0;
+	}
+	if (bl >= 3 && memcmp(b, "gdb", 3) == 0) {
+		static const char *const runs[] = {"eval-command", "init-eval-command", "command",
+		        "init-command", NULL};
+		for (size_t i = 1; i < r->n; i++) {
+			const struct cls_word *w = &v[i];
+			if (w->len < 2 || w->s[0] != '-')
+				continue;
+			const char *nm = w->s + 1 + (w->s[1] == '-');
+			const char *eq = memchr(nm, '=', w->len - (size_t)(nm - w->s));
+			size_t nl = eq ? (size_t)(eq - nm) : w->len - (size_t)(nm - w->s);
+			int hit = name_is(nm, nl, "ex") || name_is(nm, nl, "iex") || name_is(nm, nl, "x") ||
+			          name_is(nm, nl, "ix") || (w->flags & CLS_W_EXP);
+			for (size_t k = 0; runs[k] != NULL && !hit; k++)
+				hit = nl >= 3 && nl <= strlen(runs[k]) && memcmp(nm, runs[k], nl) == 0;
+			if (hit)
+				return cls_refuse(c, w->off, "gdb runs commands given to it (shell, pipe, python): refused");
+		}
+		if (stdin_fed(r))
+			return cls_refuse(c, v[0].off, "gdb reads commands from standard input: refused");
+		return 0;
+	}
+	if (name_is(b, bl, "make") || name_is(b, bl, "gmake") || name_is(b, bl, "bmake")) {
+		for (size_t i = 1; i < r->n; i++) {
+			const struct cls_word *w = &v[i];
+			if (cls_word_is(w, "--"))
+				break;
+			if (w->len < 2 || w->s[0] != '-')
+				continue;
+			if (w->s[1] == '-') {
+				if (git_prefix(w, "eval"))
+					return cls_refuse(c, w->off, "make --eval: refused");
+				if (prog_file(c, v, r->n, i, 'f', "file") == -1 ||
+				        prog_file(c, v, r->n, i, 'f', "makefile") == -1)
+					return -1;
+				continue;
+			}
+			for (size_t j = 1; j < w->len; j++) {
+				char ch = w->s[j];
+				if (ch == 'E')
+					return cls_refuse(c, w->off, "make -E (--eval): refused");
+				if (ch == 'f' && prog_file(c, v, r->n, i, 'f', "file") == -1)
+					return -1;
+				if (strchr("CfIoWjlO", ch) != NULL) {
+					if (j + 1 == w->len && strchr("CfIoW", ch) != NULL)
+						i++;
+					break;
+				}
+			}
+		}
+		return 0;
+	}
+	if (bl >= 6 && memcmp(b, "sqlite", 6) == 0) {
+		static const char *const runs[] = {".sh", ".sy", "edit", "|", "load", NULL};
+		for (size_t i = 1; i < r->n; i++)
+			if (holds_any(v[i].s, v[i].len, runs) || fd_path(&v[i]) != 0)
+				return cls_refuse(c, v[i].off,
+				        "sqlite3 command that can run a program (.shell, .system, edit(), a "
+				        "pipe): refused");
+		if (r->doc != NULL && r->doc->ready && !r->doc->nonstatic &&
+		        !holds_any(r->doc->s, r->doc->len, runs))
+			return 0;
+		if (stdin_fed(r))
+			return cls_refuse(c, v[0].off, "sqlite3 reads commands from standard input: refused");
+		return 0;
+	}
+	if (name_is(b, bl, "groff") || name_is(b, bl, "nroff") || name_is(b, bl, "troff")) {
+		for (size_t i = 1; i < r->n; i++) {
+			const struct cls_word *w = &v[i];
+			if (cls_word_is(w, "--"))
+				break;
+			if (w->len >= 2 && w->s[0] == '-' && w->s[1] != '-' && memchr(w->s, 'U', w->len))
+				return cls_refuse(c, w->off, "%.*s -U (unsafe mode runs .sy, .pso): refused",
+				        (int)bl, b);
+		}
+		return 0;
+	}
+	/* vim, vi, ex, view, nvim, vimdiff, gvim, evim */
+	int exmode = name_is(b, bl, "ex") || name_is(b, bl, "nex");
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &v[i];
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->flags & CLS_W_EXP)
+			return cls_refuse(c, w->off, "%.*s argument is not static", (int)bl, b);
+		if (w->len >= 2 && w->s[0] == '+') {
+			size_t j = 1;
+			while (j < w->len && isdigit((unsigned char)w->s[j]))
+				j++;
+			if (j < w->len)
+				return cls_refuse(c, w->off, "%.*s +COMMAND: refused", (int)bl, b);
+			continue;
+		}
+		if (w->len < 2 || w->s[0] != '-')
+			continue;
+		if (w->s[1] == '-') {
+			if (git_prefix(w, "cmd") || git_prefix(w, "remote-send") ||
+			        git_prefix(w, "remote-expr"))
+				return cls_refuse(c, w->off, "%.*s --cmd: refused", (int)bl, b);
+			continue;
+		}
+		if (w->s[1] == 'c' || w->s[1] == 'S' || w->s[1] == 's' || w->s[1] == 'u')
+			return cls_refuse(c, w->off, "%.*s runs commands given to it: refused", (int)bl, b);
+		if (memchr(w->s, 'e', w->len) || memchr(w->s, 'E', w->len))
+			exmode = 1;
+	}
+	if (exmode && stdin_fed(r))
+		return cls_refuse(c, v[0].off, "%.*s in ex mode reads commands from standard input: refused",
+		        (int)bl, b);
+	return 0;
+}
+
+static int is_cmdlang(const char *b, size_t bl)
+{
+	static const char *const names[] = {"ed", "red", "gdb", "gdb-multiarch", "make", "gmake",
+	        "bmake", "sqlite", "sqlite3", "groff", "nroff", "troff", "vim", "vi", "ex", "view",
+	        "nvim", "vimdiff", "gvim", "evim", "nex", "rview", NULL};
+	return bl >= 2 && strchr("bfgmnrstve", b[0]) != NULL && cls_in_list(names, b, bl);
+}
+
 /* The wrappers outside the handler table (kept out of it so that the lookup every command
  * word makes stays as short as before): the wrapspecs, setarch, ip, toybox. */
 static int (*find_more_wrapper(const char *b, size_t bl))(struct cls_ctx *, struct run *)
@@ -1145,6 +1303,8 @@ static int (*find_more_wrapper(const char *b, size_t bl))(struct cls_ctx *, stru
 		return w_busybox;
 	if (name_is(b, bl, "newgrp"))
 		return w_newgrp;
+	if (is_cmdlang(b, bl))
+		return w_cmdlang;
 	if (name_is(b, bl, "capsh") || name_is(b, bl, "start-stop-daemon") ||
 	        name_is(b, bl, "perf") || name_is(b, bl, "bwrap"))
 		return w_refuse_runner;
@@ -2263,6 +2423,17 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 			return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
 			        "a start-up file that is not static (BASH_ENV, ENV)");
 		return 0;
+	}
+	if (name_is(s, nl, "LESSOPEN") || name_is(s, nl, "LESSCLOSE") || name_is(s, nl, "BROWSER") ||
+	        name_is(s, nl, "TAR_OPTIONS") || name_is(s, nl, "PYTHONBREAKPOINT")) {
+		/* less's input preprocessor, webbrowser's browser command, tar's options
+		 * (--checkpoint-action=exec=, --to-command, -I), python's breakpoint() hook: a
+		 * command or code the program runs (second attacker's findings).  Refused unless
+		 * it is empty or python's default. */
+		if (vl == 0 || (name_is(s, nl, "PYTHONBREAKPOINT") &&
+		                       (name_is(val, vl, "0") || name_is(val, vl, "pdb.set_trace"))))
+			return 0;
+		return cls_refuse(c, w->off, "%.*s makes a program run a command: refused", (int)nl, s);
 	}
 	if (name_is(s, nl, "GIT_CONFIG_PARAMETERS") || name_is(s, nl, "GIT_EXEC_PATH"))
 		return cls_refuse(c, w->off, "%.*s changes what git runs: refused", (int)nl, s);
