@@ -155,6 +155,7 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
  * variables whose value bash or git runs later (PROMPT_COMMAND, PS4, BASH_ENV, GIT_EDITOR,
  * GIT_CONFIG_VALUE_n, BASH_ALIASES[x], ...) are classified, followed or refused.  0 or -1. */
 int cls_assignment(struct cls_ctx *c, const struct cls_word *w);
+int cls_hook_name(const char *s, size_t len);
 
 /* Classifies the substitutions in text that bash will expand as a double-quoted string (a
  * prompt string, a here-document body): each $(...) and `...` as run.  0 or -1. */

@@ -969,6 +969,12 @@ static int read_word(struct parser *P, struct token *t)
 				continue;
 			}
 			if (ch == '(' && P->assign_ok && is_assign_prefix(&b, flags)) {
+				/* PROMPT_COMMAND=(...), BASH_CMDS+=(...), ...: the array's elements
+				 * are commands or programs (black-box findings A9, A10) */
+				if (cls_hook_name(b.p, b.n))
+					return ERR(P, start,
+					        "PS0-PS4, PROMPT_COMMAND, BASH_CMDS or BASH_ALIASES as a "
+					        "compound assignment: refused");
 				if (parse_array(P) == -1)
 					return -1;
 				flags |= CLS_W_QUOTED; /* keep it from being read as a reserved word

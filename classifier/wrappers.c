@@ -2276,6 +2276,40 @@ static int w_hash(struct cls_ctx *c, struct run *r)
 	return 0;
 }
 
+/* Whether s starts with a variable whose value bash runs or expands as a prompt, or that
+ * makes a name run another program: PS0-PS4, PROMPT_COMMAND, BASH_CMDS, BASH_ALIASES, then
+ * the end, a subscript or an assignment. */
+int cls_hook_name(const char *s, size_t len)
+{
+	static const char *const names[] = {"PROMPT_COMMAND", "BASH_CMDS", "BASH_ALIASES", "PS0",
+	        "PS1", "PS2", "PS3", "PS4", NULL};
+	for (size_t i = 0; names[i] != NULL; i++) {
+		size_t l = strlen(names[i]);
+		if (len >= l && memcmp(s, names[i], l) == 0 &&
+		        (len == l || s[l] == '[' || s[l] == '=' || s[l] == '+'))
+			return 1;
+	}
+	return 0;
+}
+
+/* read, printf -v, mapfile, getopts, wait -p, declare and the like setting one of those
+ * (black-box findings A8-A10: `read PROMPT_COMMAND <<< ...` in `bash -i`, `printf -v PS4 ...`,
+ * `declare -n r=BASH_CMDS[z]`): refused, whatever the value. */
+static int hook_target(struct cls_ctx *c, const struct run *r, int decl)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		const char *eq = memchr(w->s, '=', w->len);
+		/* declare's NAME=VALUE goes through cls_assignment; a nameref's target does not */
+		if ((!decl && cls_hook_name(w->s, w->len)) ||
+		        (eq != NULL && cls_hook_name(eq + 1, w->len - (size_t)(eq + 1 - w->s))))
+			return cls_refuse(c, w->off,
+			        "a builtin setting PS0-PS4, PROMPT_COMMAND, BASH_CMDS or BASH_ALIASES: "
+			        "refused");
+	}
+	return 0;
+}
+
 /* Builtins that take variable names (a name may carry a subscript that bash evaluates), or
  * evaluate arithmetic: read, printf -v, unset, let, getopts, wait, test -v, ... */
 static int w_evaluates(struct cls_ctx *c, struct run *r)
@@ -2286,6 +2320,9 @@ static int w_evaluates(struct cls_ctx *c, struct run *r)
 	const char *opt = name_is(b, bl, "printf") ? "-v" :
 	                  name_is(b, bl, "wait")   ? "-p" :
 	                  (name_is(b, bl, "test") || name_is(b, bl, "[")) ? "-v" : NULL;
+	if (!name_is(b, bl, "test") && !name_is(b, bl, "[") && !name_is(b, bl, "unset") &&
+	        hook_target(c, r, 0) == -1)
+		return -1;
 	if (opt == NULL) {
 		c->evaluates = 1;
 		return 0;
@@ -2301,6 +2338,8 @@ static int w_evaluates(struct cls_ctx *c, struct run *r)
 static int w_declare(struct cls_ctx *c, struct run *r)
 {
 	c->evaluates = 1; /* -n namerefs, -i integers, NAME[subscript] */
+	if (hook_target(c, r, 1) == -1)
+		return -1;
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
 		if (w->len > 0 && w->s[0] != '-' && w->s[0] != '+' && memchr(w->s, '=', w->len) &&
@@ -2316,6 +2355,8 @@ static int w_mapfile(struct cls_ctx *c, struct run *r)
 	static const struct cls_opts spec = {"dnOsutcC", NULL, NULL, 0, 0};
 	struct grab g = {.c = 'C'};
 	c->evaluates = 1;
+	if (hook_target(c, r, 0) == -1)
+		return -1;
 	cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
 	if (!g.found || g.vw == NULL)
 		return 0;
@@ -2376,6 +2417,9 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	if (sub != NULL) {
 		c->evaluates = 1; /* an indexed array's subscript is arithmetic */
 		size_t bl = (size_t)(sub - s);
+		if (name_is(s, bl, "PROMPT_COMMAND") || cls_in_list(prompts, s, bl))
+			return cls_refuse(c, w->off,
+			        "PROMPT_COMMAND or a prompt variable as an array: refused");
 		if (name_is(s, bl, "BASH_CMDS"))
 			return cls_refuse(
 			        c, w->off, "BASH_CMDS makes a name run another program: refused");
@@ -2398,6 +2442,11 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 		}
 		return 0;
 	}
+	/* a prompt or PROMPT_COMMAND from another variable or a substitution: bash expands
+	 * or runs a value egressd cannot see (black-box finding A8) */
+	if ((name_is(s, nl, "PROMPT_COMMAND") || cls_in_list(prompts, s, nl)) &&
+	        (nonstatic || (w->flags & CLS_W_DL)))
+		return cls_refuse(c, w->off, "%.*s is not static: refused", (int)nl, s);
 	if (cls_in_list(commands, s, nl) ||
 	        (nl > 17 && memcmp(s, "GIT_CONFIG_VALUE_", 17) == 0)) {
 		if (w->flags & CLS_W_DL)
