@@ -193,6 +193,10 @@ static int git_config_value(struct cls_ctx *c, const struct cls_word *w, size_t 
 	size_t kl = eq ? (size_t)(eq - s) : len;
 	if (memchr(s, CLS_EXP_MARK, kl) != NULL)
 		return cls_refuse(c, w->off, "git -c key is not static");
+	/* remote.NAME.url=ext::CMD, url.ext::CMD.insteadOf=...: git runs CMD */
+	if (memmem(s, kl, "ext::", 5) != NULL ||
+	        (eq != NULL && len - kl - 1 >= 5 && memcmp(eq + 1, "ext::", 5) == 0))
+		return cls_refuse(c, w->off, "git -c with an ext:: URL runs a command: refused");
 	if (eq == NULL || !git_command_key(s, kl))
 		return 0;
 	const char *val = eq + 1;
@@ -344,6 +348,23 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 	if (git_transport_commands(c, v, n, i,
 	            cls_word_is(sub, "clone") || cls_word_is(sub, "ls-remote")) == -1)
 		return -1;
+	/* git grep -O/--open-files-in-pager=CMD and git difftool -x/--extcmd=CMD run CMD */
+	int grep = cls_word_is(sub, "grep"), dtool = cls_word_is(sub, "difftool");
+	for (size_t j = i + 1; (grep || dtool) && j < n; j++) {
+		const struct cls_word *w = &v[j];
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->len < 2 || w->s[0] != '-')
+			continue;
+		if ((grep && (git_long_is(w, "open-files-in-pager", 1) ||
+		                     (w->s[1] != '-' && memchr(w->s, 'O', w->len)))) ||
+		        (dtool && (git_long_is(w, "extcmd", 1) ||
+		                          (w->s[1] != '-' && memchr(w->s, 'x', w->len)))))
+			return cls_refuse(c, w->off, "git %s runs a command it is given: refused",
+			        sub->s);
+		if (grep && (cls_word_is(w, "-e") || cls_word_is(w, "-f")))
+			j++; /* a pattern */
+	}
 	if (in_set(git_push, sub)) {
 		c->tags |= ALLOW_TAG_GIT_PUSH;
 		git_remote_operands(c, v, n, i + 1, git_remote_sv(sub), 0);
@@ -1280,11 +1301,82 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 
 /* ---- ssh, scp, sftp, rsync -------------------------------------------------------------- */
 
+/* ssh's, scp's and sftp's options that run a local program (second attacker's finding 28):
+ * -o ProxyCommand/LocalCommand/KnownHostsCommand/Match exec/Include/a provider library, -F a
+ * configuration that is not a static file, scp/sftp -S PROGRAM and -D SERVER.  Refused. */
+struct ssh_state {
+	struct cls_ctx *c;
+	int scp; /* -S and -D name a program */
+	int rc;
+};
+
+static int ssh_opt(void *arg, const struct cls_opt *o)
+{
+	struct ssh_state *st = arg;
+	static const char *const runs[] = {"proxycommand", "localcommand", "knownhostscommand",
+	        NULL};
+	static const char *const keys[] = {"match", "include", "pkcs11provider",
+	        "securitykeyprovider", NULL};
+	size_t off = o->vw ? o->vw->off : 0;
+	if (o->c == 'o' && o->val != NULL) {
+		if (memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL) {
+			st->rc = cls_refuse(st->c, off, "ssh -o option is not static");
+			return 1;
+		}
+		size_t kl = 0;
+		while (kl < o->vlen && o->val[kl] != '=' && o->val[kl] != ' ' && o->val[kl] != '\t')
+			kl++;
+		char low[32];
+		if (kl < sizeof low) {
+			for (size_t i = 0; i < kl; i++)
+				low[i] = (char)tolower((unsigned char)o->val[i]);
+			if (cls_in_list(runs, low, kl)) {
+				/* the command runs through the user's shell, its standard input
+				 * ssh's connection: classified (a stricter answer than the
+				 * published sample's) */
+				size_t vs = kl;
+				while (vs < o->vlen && (o->val[vs] == ' ' || o->val[vs] == '\t'))
+					vs++;
+				if (vs < o->vlen && o->val[vs] == '=')
+					vs++;
+				if (cls_run_script(st->c, o->val + vs, o->vlen - vs, off, CLS_C_PIPED) ==
+				        -1) {
+					st->rc = -1;
+					return 1;
+				}
+				return 0;
+			}
+			if (cls_in_list(keys, low, kl)) {
+				st->rc = cls_refuse(st->c, off,
+				        "ssh -o %.*s runs a local command or loads code: refused", (int)kl,
+				        o->val);
+				return 1;
+			}
+		}
+	} else if (o->c == 'F' && o->val != NULL) {
+		if (memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL || (o->vlen == 1 && o->val[0] == '-') ||
+		        (o->vlen >= 5 && memcmp(o->val, "/dev/", 5) == 0) ||
+		        (o->vlen >= 6 && memcmp(o->val, "/proc/", 6) == 0)) {
+			st->rc = cls_refuse(st->c, off,
+			        "ssh -F a configuration that is not a static file: refused");
+			return 1;
+		}
+	} else if (st->scp && (o->c == 'S' || o->c == 'D')) {
+		st->rc = cls_refuse(st->c, off, "scp/sftp -%c runs a program in ssh's place: refused",
+		        o->c);
+		return 1;
+	}
+	return 0;
+}
+
 int cls_rule_ssh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	(void)flags;
 	static const struct cls_opts spec = {"BbcDEeFIiJLlmOopQRSWw", NULL, NULL, 0, 0};
-	size_t k = cls_opts_walk(v, n, 1, &spec, NULL, NULL, NULL);
+	struct ssh_state st = {c, 0, 0};
+	size_t k = cls_opts_walk(v, n, 1, &spec, ssh_opt, &st, NULL);
+	if (st.rc == -1)
+		return -1;
 	c->tags |= ALLOW_TAG_SSH_READ;
 	if (k < n) {
 		const struct cls_word *w = &v[k];
@@ -1338,8 +1430,11 @@ int cls_rule_scp(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 	c->tags |= ALLOW_TAG_SSH_WRITE;
 	size_t i = 1;
 	int sftp = v[0].len >= 4 && strcmp(v[0].s + v[0].len - 4, "sftp") == 0;
+	struct ssh_state st = {c, 1, 0};
 	while (i < n) {
-		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+		i = cls_opts_walk(v, n, i, &spec, ssh_opt, &st, NULL);
+		if (st.rc == -1)
+			return -1;
 		if (i >= n)
 			break;
 		if (sftp && !strstr(v[i].s, "://") && !memchr(v[i].s, ':', v[i].len))

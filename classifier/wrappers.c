@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "allowlist/tags.h"
 #include "classifier/classifier.h"
@@ -1289,6 +1290,56 @@ static int is_cmdlang(const char *b, size_t bl)
 	return bl >= 2 && strchr("bfgmnrstve", b[0]) != NULL && cls_in_list(names, b, bl);
 }
 
+/* npm options and npm_config_ variables whose value is a command npm runs (--call for npm
+ * exec, --editor for config edit, --shell, --script-shell, --git, --browser, --viewer):
+ * refused (second attacker's finding 30); the rest is tools.c's npm rule. */
+static const char *const npm_cmd_keys[] = {"call", "editor", "shell", "script-shell",
+        "script_shell", "git", "browser", "viewer", "onload-script", "onload_script",
+        "node-options", "node_options", NULL};
+
+static int w_npm(struct cls_ctx *c, struct run *r)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->len < 3 || w->s[0] != '-' || w->s[1] != '-')
+			continue;
+		const char *eq = memchr(w->s, '=', w->len);
+		size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+		if (cls_in_list(npm_cmd_keys, w->s + 2, nl) || memchr(w->s, CLS_EXP_MARK, nl + 2))
+			return cls_refuse(c, w->off, "npm --%.*s names a command npm runs: refused",
+			        (int)nl, w->s + 2);
+	}
+	return cls_rule_tools(c, r->v, r->n, r->flags) == -1 ? -1 : 0;
+}
+
+/* getent hosts|ahosts|ahostsv4|ahostsv6 NAME asks the resolver (second attacker's finding
+ * 31): the dns tag, as host and dig get.  With no name it lists /etc/hosts only. */
+static int w_getent(struct cls_ctx *c, struct run *r)
+{
+	static const char *const dbs[] = {"hosts", "ahosts", "ahostsv4", "ahostsv6", "networks",
+	        NULL};
+	size_t k = 1;
+	while (k < r->n && r->v[k].len > 1 && r->v[k].s[0] == '-' && !(r->v[k].flags & CLS_W_EXP)) {
+		if (cls_word_is(&r->v[k], "-s") || cls_word_is(&r->v[k], "--service"))
+			k++;
+		k++;
+	}
+	if (k >= r->n)
+		return 0;
+	const struct cls_word *db = &r->v[k];
+	if (!(db->flags & CLS_W_EXP) && !cls_in_list(dbs, db->s, db->len))
+		return 0;
+	if (k + 1 >= r->n && !(r->flags & CLS_C_XARGS) && !(db->flags & CLS_W_EXP))
+		return 0;
+	c->tags |= ALLOW_TAG_DNS;
+	for (size_t i = k + 1; i < r->n; i++)
+		if (!(r->v[i].flags & CLS_W_EXP))
+			cls_add_host(c, r->v[i].s, r->v[i].len);
+	return 0;
+}
+
 /* The wrappers outside the handler table (kept out of it so that the lookup every command
  * word makes stays as short as before): the wrapspecs, setarch, ip, toybox. */
 static int (*find_more_wrapper(const char *b, size_t bl))(struct cls_ctx *, struct run *)
@@ -1303,6 +1354,10 @@ static int (*find_more_wrapper(const char *b, size_t bl))(struct cls_ctx *, stru
 		return w_busybox;
 	if (name_is(b, bl, "newgrp"))
 		return w_newgrp;
+	if (name_is(b, bl, "npm"))
+		return w_npm;
+	if (name_is(b, bl, "getent"))
+		return w_getent;
 	if (is_cmdlang(b, bl))
 		return w_cmdlang;
 	if (name_is(b, bl, "capsh") || name_is(b, bl, "start-stop-daemon") ||
@@ -1898,6 +1953,11 @@ static int w_npx(struct cls_ctx *c, struct run *r)
 		struct cls_word w = *g.vw;
 		w.s = g.val;
 		w.len = g.vlen;
+		if (w.len > 0 && w.s[0] == '=' && g.vw->s[1] != '-') {
+			/* npx -c=CMD: npm's parser drops the `=' */
+			w.s++;
+			w.len--;
+		}
 		return run_word_script(c, &w, "npx -c command", r->flags);
 	}
 	if (k >= r->n)
@@ -2483,6 +2543,17 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 		                       (name_is(val, vl, "0") || name_is(val, vl, "pdb.set_trace"))))
 			return 0;
 		return cls_refuse(c, w->off, "%.*s makes a program run a command: refused", (int)nl, s);
+	}
+	if (nl > 11 && vl > 0 && strncasecmp(s, "npm_config_", 11) == 0) {
+		char low[24];
+		size_t kl = nl - 11;
+		if (kl < sizeof low) {
+			for (size_t i = 0; i < kl; i++)
+				low[i] = (char)tolower((unsigned char)s[11 + i]);
+			if (cls_in_list(npm_cmd_keys, low, kl))
+				return cls_refuse(c, w->off, "%.*s names a command npm runs: refused",
+				        (int)nl, s);
+		}
 	}
 	if (name_is(s, nl, "GIT_CONFIG_PARAMETERS") || name_is(s, nl, "GIT_EXEC_PATH"))
 		return cls_refuse(c, w->off, "%.*s changes what git runs: refused", (int)nl, s);
