@@ -533,14 +533,22 @@ struct api {
 /* Sorted by word (strcmp) per language, for bsearch.  Identifiers only: a word inside a string
  * counts too (`__import__("socket")`), which only ever adds. */
 static const struct api python_api[] = {
+        {"DatagramHandler", CODE_NET},
         {"HTTPConnection", CODE_NET},
+        {"HTTPHandler", CODE_NET},
         {"HTTPSConnection", CODE_NET},
+        {"SMTPHandler", CODE_NET},
+        {"SocketHandler", CODE_NET}, /* logging.handlers */
+        {"SysLogHandler", CODE_NET},
         {"__builtins__", CODE_EXEC},
+        {"__dict__", CODE_EXEC}, /* os.__dict__[...] */
         {"__import__", CODE_EXEC},
         {"aiohttp", CODE_NET},
         {"asyncssh", CODE_NET},
         {"builtins", CODE_EXEC},
         {"create_connection", CODE_NET},
+        {"create_subprocess_exec", CODE_EXEC},
+        {"create_subprocess_shell", CODE_EXEC},
         {"ctypes", CODE_EXEC},
         {"eval", CODE_EXEC},
         {"exec", CODE_EXEC},
@@ -552,6 +560,8 @@ static const struct api python_api[] = {
         {"execvp", CODE_EXEC},
         {"execvpe", CODE_EXEC},
         {"ftplib", CODE_NET},
+        {"getattr", CODE_EXEC}, /* getattr(os, 'sys'+'tem') */
+        {"globals", CODE_EXEC},
         {"grpc", CODE_NET},
         {"http", 0}, /* http.client is network, http.server is not: see code_scan */
         {"httplib", CODE_NET},
@@ -559,15 +569,19 @@ static const struct api python_api[] = {
         {"httpx", CODE_NET},
         {"imaplib", CODE_NET},
         {"importlib", CODE_EXEC},
+        {"multiprocessing", CODE_NET}, /* multiprocessing.connection.Client */
         {"nntplib", CODE_NET},
         {"open_connection", CODE_NET},
         {"paramiko", CODE_NET},
+        {"pipepager", CODE_EXEC},
         {"popen", CODE_EXEC},
         {"poplib", CODE_NET},
+        {"posix", CODE_EXEC}, /* posix.system */
         {"posix_spawn", CODE_EXEC},
         {"posix_spawnp", CODE_EXEC},
         {"pty", CODE_EXEC},
         {"pycurl", CODE_NET},
+        {"pydoc", CODE_EXEC}, /* pydoc.pipepager runs a command */
         {"requests", CODE_NET},
         {"runpy", CODE_EXEC},
         {"smtplib", CODE_NET},
@@ -579,11 +593,14 @@ static const struct api python_api[] = {
         {"subprocess", CODE_EXEC},
         {"system", 0}, /* os.system runs a command, platform.system() does not */
         {"telnetlib", CODE_NET},
+        {"tempfilepager", CODE_EXEC},
         {"urllib", CODE_NET},
         {"urllib2", CODE_NET},
         {"urllib3", CODE_NET},
         {"urlopen", CODE_NET},
         {"urlretrieve", CODE_NET},
+        {"vars", CODE_EXEC}, /* vars(os)[...] */
+        {"webbrowser", CODE_EXEC}, /* runs $BROWSER */
         {"websocket", CODE_NET},
         {"websockets", CODE_NET},
         {"xmlrpc", CODE_NET},
@@ -596,11 +613,13 @@ static const struct api js_api[] = {
         {"WebSocket", CODE_NET},
         {"Worker", CODE_EXEC},
         {"XMLHttpRequest", CODE_NET},
+        {"_load", CODE_EXEC}, /* module.constructor._load */
         {"axios", CODE_NET},
         {"binding", CODE_EXEC}, /* process.binding("spawn_sync") */
         {"child_process", CODE_EXEC},
         {"connect", CODE_NET},
         {"connectTls", CODE_NET},
+        {"createRequire", CODE_EXEC},
         {"dgram", CODE_NET},
         {"dns", CODE_NET},
         {"eval", CODE_EXEC},
@@ -624,6 +643,7 @@ static const struct api perl_api[] = {
         {"FTP", CODE_NET},
         {"Furl", CODE_NET},
         {"HTTP", CODE_NET},
+        {"IPC", CODE_EXEC}, /* IPC::Open2, IPC::Open3, IPC::Cmd, IPC::Run */
         {"LWP", CODE_NET},
         {"Mojo", CODE_NET},
         {"Net", CODE_NET},
@@ -711,6 +731,39 @@ static int is_ident(unsigned char ch)
 	       ch == '_' || ch >= 0x80;
 }
 
+/* Whether the argument of require/import at s[j..] is not one plain string literal (second
+ * attacker's finding 29: require("child"+"_process"), require("\x63hild_process"),
+ * import(`${x}`), perl's require("IO/Sock"."et/INET.pm")).  JS's import without a parenthesis
+ * (a static import) and perl's bareword require are plain. */
+static int dynamic_arg(const char *s, size_t len, size_t j, int perl)
+{
+	while (j < len && (s[j] == ' ' || s[j] == '\t'))
+		j++;
+	int paren = j < len && s[j] == '(';
+	if (paren)
+		j++;
+	else if (!perl)
+		return 0; /* import x from "y", a require without a call */
+	while (j < len && (s[j] == ' ' || s[j] == '\t'))
+		j++;
+	if (j >= len)
+		return 0;
+	char q = s[j];
+	if (q != '"' && q != '\'' && q != '`') {
+		if (!paren && perl && q != '$')
+			return 0; /* require Bare::Word */
+		return 1;
+	}
+	for (j++; j < len && s[j] != q; j++)
+		if (s[j] == '\\' || s[j] == '$')
+			return 1;
+	if (j >= len)
+		return 1;
+	for (j++; j < len && (s[j] == ' ' || s[j] == '\t'); j++)
+		;
+	return !(j >= len || s[j] == ')' || s[j] == ';' || (perl && !paren && s[j] == ','));
+}
+
 /* Scans one-liner text for the language's network and command APIs.  Returns CODE_* bits. */
 static unsigned code_scan(enum lang lang, const char *s, size_t len)
 {
@@ -778,6 +831,11 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 				if (lang == LANG_PYTHON && strcmp(word, "system") == 0)
 					python_system = 1;
 			}
+			if (((lang == LANG_JS && (strcmp(word, "require") == 0 ||
+			                              strcmp(word, "import") == 0)) ||
+			            (lang == LANG_PERL && strcmp(word, "require") == 0)) &&
+			        dynamic_arg(s, len, j, lang == LANG_PERL))
+				what |= CODE_EXEC;
 			if (lang == LANG_PYTHON && strcmp(word, "client") == 0)
 				python_client = 1;
 			if (lang == LANG_PYTHON && strcmp(word, "os") == 0)
