@@ -118,6 +118,13 @@ struct cls_ctx {
 	int latent;
 	size_t latent_off;
 	int evaluates;
+	/* a variable's value evaluated as code (arithmetic or a subscript naming a variable,
+	 * ${!x}, ${x@P}, let, declare -n/-i, a name that is not static), and a value built at
+	 * run time (an expansion in an assignment, +=, printf -v, read, mapfile, getopts): both
+	 * together refuse the line (black-box finding A7) */
+	int eval_name;
+	int dynamic;
+	size_t dynamic_off;
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 

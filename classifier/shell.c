@@ -264,7 +264,7 @@ static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
  * parentheses), -1 when refused. */
 static int scan_arith(struct parser *P, size_t open)
 {
-	int depth = 0;
+	int depth = 0, names = 0;
 	struct wbuf b;
 	unsigned fl = 0;
 	wb_init(&b);
@@ -279,6 +279,8 @@ static int scan_arith(struct parser *P, size_t open)
 			if (depth == 0) {
 				if (at(P, P->pos + 1) == ')') {
 					P->pos += 2;
+					if (names)
+						P->c->eval_name = 1;
 					return 0;
 				}
 				return 1;
@@ -292,6 +294,8 @@ static int scan_arith(struct parser *P, size_t open)
 			if (r == 0) {
 				if (ch == ';' && depth == 0)
 					P->arith_semis++;
+				if (is_name_start(ch) && (P->pos == 0 || !is_name_char(P->s[P->pos - 1])))
+					names = 1;
 				P->pos++;
 			}
 		}
@@ -346,7 +350,7 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		 * arithmetic expression or a prompt */
 		size_t i = P->pos;
 		if (at(P, i) == '!')
-			P->c->evaluates = 1;
+			P->c->evaluates = P->c->eval_name = 1;
 		while (i < P->len && is_name_char(P->s[i]))
 			i++;
 		char op = at(P, i), op2 = at(P, i + 1);
@@ -389,6 +393,16 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		op2 = at(P, i + 1);
 		if (op == ':' && op2 != '-' && op2 != '=' && op2 != '?' && op2 != '+')
 			arith_from = i;
+		if (op == '@' && op2 == 'P')
+			P->c->eval_name = 1;
+		/* a name or an expansion in a subscript or a substring's offset: its value is
+		 * evaluated */
+		for (size_t j = sub_lo; j < sub_hi && j < P->len; j++)
+			if (is_name_start(P->s[j]) || P->s[j] == '$' || P->s[j] == '`')
+				P->c->eval_name = 1;
+		for (size_t j = arith_from; j < P->len && P->s[j] != '}'; j++)
+			if (is_name_start(P->s[j]) || P->s[j] == '$' || P->s[j] == '`')
+				P->c->eval_name = 1;
 	}
 	for (;;) {
 		if (P->pos >= P->len)
@@ -688,6 +702,8 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 				return -1;
 			if (r == 0) {
 				P->pos++;
+				if (is_name_start(ch))
+					P->c->eval_name = 1;
 				if (ch == '[')
 					depth++;
 				else if (ch == ']' && depth-- == 0)
@@ -1999,8 +2015,10 @@ static int parse_dbracket(struct parser *P)
 		/* -eq and friends evaluate their operands as arithmetic, -v and -R a name */
 		static const char *const evals[] = {
 		        "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R", NULL};
-		if (in_stops(t, evals))
+		if (in_stops(t, evals)) {
 			P->c->evaluates = 1;
+			P->c->eval_name = 1;
+		}
 		consume(P);
 		n++;
 	}

@@ -2383,6 +2383,38 @@ static int w_evaluates(struct cls_ctx *c, struct run *r)
 	if (!name_is(b, bl, "test") && !name_is(b, bl, "[") && !name_is(b, bl, "unset") &&
 	        hook_target(c, r, 0) == -1)
 		return -1;
+	/* read, mapfile, getopts and printf -v build values at run time; a name that is not
+	 * static or has a subscript is evaluated (black-box finding A7) */
+	int vflag = 0;
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (opt != NULL && w->len >= 2 && w->s[0] == '-' && memchr(w->s, opt[1], w->len))
+			vflag = 1;
+	}
+	if (name_is(b, bl, "let"))
+		c->eval_name = 1;
+	if ((name_is(b, bl, "read") || name_is(b, bl, "getopts") ||
+	            (name_is(b, bl, "printf") && vflag)) &&
+	        !c->dynamic) {
+		c->dynamic = 1;
+		c->dynamic_off = r->v[0].off;
+	}
+	if (name_is(b, bl, "printf")) {
+		/* only the name after -v */
+		for (size_t i = 1; i + 1 < r->n; i++)
+			if (cls_word_is(&r->v[i], "-v") &&
+			        (memchr(r->v[i + 1].s, CLS_EXP_MARK, r->v[i + 1].len) != NULL ||
+			                memchr(r->v[i + 1].s, '[', r->v[i + 1].len) != NULL))
+				c->eval_name = 1;
+	} else if (name_is(b, bl, "test") || name_is(b, bl, "[")) {
+		if (vflag)
+			c->eval_name = 1;
+	} else {
+		for (size_t i = 1; i < r->n; i++)
+			if (memchr(r->v[i].s, CLS_EXP_MARK, r->v[i].len) != NULL ||
+			        memchr(r->v[i].s, '[', r->v[i].len) != NULL)
+				c->eval_name = 1;
+	}
 	if (opt == NULL) {
 		c->evaluates = 1;
 		return 0;
@@ -2400,6 +2432,16 @@ static int w_declare(struct cls_ctx *c, struct run *r)
 	c->evaluates = 1; /* -n namerefs, -i integers, NAME[subscript] */
 	if (hook_target(c, r, 1) == -1)
 		return -1;
+	/* -n namerefs and -i integers evaluate values (black-box finding A7) */
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->len >= 2 && (w->s[0] == '-' || w->s[0] == '+') &&
+		        (memchr(w->s, 'n', w->len) || memchr(w->s, 'i', w->len) ||
+		                memchr(w->s, CLS_EXP_MARK, w->len)))
+			c->eval_name = 1;
+		if (w->len > 0 && w->s[0] == CLS_EXP_MARK)
+			c->eval_name = 1;
+	}
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
 		if (w->len > 0 && w->s[0] != '-' && w->s[0] != '+' && memchr(w->s, '=', w->len) &&
@@ -2417,6 +2459,10 @@ static int w_mapfile(struct cls_ctx *c, struct run *r)
 	c->evaluates = 1;
 	if (hook_target(c, r, 0) == -1)
 		return -1;
+	if (!c->dynamic) {
+		c->dynamic = 1; /* lines read at run time (black-box finding A7) */
+		c->dynamic_off = r->v[0].off;
+	}
 	cls_opts_walk(r->v, r->n, 1, &spec, grab_fn, &g, NULL);
 	if (!g.found || g.vw == NULL)
 		return 0;
@@ -2473,9 +2519,17 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	const char *val = eq + 1;
 	size_t vl = w->len - (size_t)(val - s);
 	int nonstatic = memchr(val, CLS_EXP_MARK, vl) != NULL;
+	if ((nonstatic || nl < (size_t)(eq - s) || (w->flags & CLS_W_DL)) && !c->dynamic) {
+		c->dynamic = 1; /* a value built at run time (black-box finding A7) */
+		c->dynamic_off = w->off;
+	}
 	const char *sub = memchr(s, '[', nl);
 	if (sub != NULL) {
 		c->evaluates = 1; /* an indexed array's subscript is arithmetic */
+		for (const char *q = sub; q < s + nl; q++)
+			if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
+			        *q == CLS_EXP_MARK)
+				c->eval_name = 1;
 		size_t bl = (size_t)(sub - s);
 		if (name_is(s, bl, "PROMPT_COMMAND") || cls_in_list(prompts, s, bl))
 			return cls_refuse(c, w->off,
