@@ -2215,8 +2215,13 @@ static int interp_stdin(struct cls_ctx *c, const struct run *r, const struct int
 			continue;
 		}
 		for (size_t j = 1; j < w->len; j++) {
-			if (strchr(in->prog, w->s[j]) != NULL)
+			if (strchr(in->prog, w->s[j]) != NULL) {
+				/* under xargs, `-c' with nothing after it takes xargs' input */
+				if ((r->flags & CLS_C_XARGS) && j + 1 == w->len && i >= r->n)
+					return cls_refuse(c, w->off,
+					        "the interpreter's program comes from xargs' input");
 				return 0; /* -c PROGRAM, -m MODULE, -e CODE: the program is not stdin */
+			}
 			if (strchr(in->sv, w->s[j]) != NULL) {
 				if (j + 1 == w->len)
 					i++;
@@ -2235,8 +2240,13 @@ static int interp_stdin(struct cls_ctx *c, const struct run *r, const struct int
 		if (fd == 0)
 			return 0; /* a script file */
 	}
-	if (r->flags & CLS_C_XARGS)
-		return 0; /* xargs appends file names */
+	if (r->flags & CLS_C_XARGS) {
+		/* xargs appends file names; with no script named, the first may be -c CODE */
+		if (i >= r->n && (r->flags & CLS_C_XOPTS))
+			return cls_refuse(c, r->v[0].off,
+			        "the interpreter's program or options come from xargs' input");
+		return 0;
+	}
 	if (r->doc == NULL && !(r->flags & (CLS_C_PIPED | CLS_C_STDIN)))
 		return 0; /* an interactive interpreter on the agent's terminal */
 	return stdin_program(c, r, 0, 0, r->v[0].off);
@@ -2250,7 +2260,7 @@ static int w_eval(struct cls_ctx *c, struct run *r)
 	if (k < r->n && cls_word_is(&r->v[k], "--"))
 		k++;
 	if (k >= r->n)
-		return 0;
+		return none_left(r);
 	if (join_static(c, r->v + k, r->n - k, "eval argument", &text, &len) == -1)
 		return -1;
 	return cls_run_script(c, text, len, r->v[k].off, r->flags & (CLS_C_PIPED | CLS_C_STDIN));
