@@ -168,6 +168,15 @@ static char at(const struct parser *P, size_t i)
 	return i < P->len ? P->s[i] : '\0';
 }
 
+/* A value built at run time (black-box finding A7): see cls_ctx.dynamic. */
+static void note_dynamic(struct parser *P, size_t off)
+{
+	if (!P->c->dynamic) {
+		P->c->dynamic = 1;
+		P->c->dynamic_off = P->base + off;
+	}
+}
+
 /* ---- substitutions ---------------------------------------------------------------------- */
 
 /* $( ... ) or <( ... ) with P->pos just past the opening parenthesis.  *flags gets CLS_W_DL
@@ -395,6 +404,8 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 			arith_from = i;
 		if (op == '@' && op2 == 'P')
 			P->c->eval_name = 1;
+		if (op == '=' || (op == ':' && op2 == '='))
+			note_dynamic(P, open); /* ${x:=...} assigns */
 		/* a name or an expansion in a subscript or a substring's offset: its value is
 		 * evaluated */
 		for (size_t j = sub_lo; j < sub_hi && j < P->len; j++)
@@ -894,6 +905,8 @@ static int parse_array_words(struct parser *P)
 		/* "4<y" lexes as a redirection: none is allowed among the elements (fuzz finding) */
 		if (t.kind != T_WORD)
 			return ERR(P, t.off, "syntax error in array assignment");
+		if (t.w.flags & (CLS_W_EXP | CLS_W_GLOB))
+			note_dynamic(P, t.off);
 	}
 }
 
@@ -1923,13 +1936,18 @@ static int parse_for(struct parser *P)
 				return -1;
 			if (t->kind != T_WORD)
 				break;
+			/* the loop's variable takes an expansion's or a glob's value */
+			if (t->w.flags & (CLS_W_EXP | CLS_W_GLOB))
+				note_dynamic(P, t->off);
 			consume(P);
 		}
 		if (t->kind != T_SEMI && t->kind != T_NL)
 			return unexpected(P, t);
 		consume(P);
-	} else if (t->kind == T_SEMI) {
-		consume(P);
+	} else {
+		note_dynamic(P, t->off); /* "$@" */
+		if (t->kind == T_SEMI)
+			consume(P);
 	}
 	return parse_loop_body(P);
 }
