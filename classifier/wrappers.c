@@ -4,6 +4,7 @@
  * A wrapper handler returns 1 with r->v/r->n moved to the command it runs, 0 when nothing more
  * runs (or it classified a script itself), -1 when the line is refused. */
 #include <ctype.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -312,6 +313,8 @@ static int stdin_program(
         struct cls_ctx *c, const struct run *r, int shell, unsigned inherit, size_t off);
 static int is_network_program(const char *b, size_t bl);
 static int is_handled(const char *b);
+static int copies_program(struct cls_ctx *c, const struct run *r);
+static int handler_glob(const char *pat);
 static int w_busybox(struct cls_ctx *c, struct run *r);
 
 /* ---- option collectors ------------------------------------------------------------------ */
@@ -1568,6 +1571,8 @@ static int w_sed(struct cls_ctx *c, struct run *r)
 	        "binary", "help", "version", NULL};
 	static const struct cls_opts spec = {"efl", "i", lv, 0, 0};
 	int script = 0;
+	if (copies_program(c, r) == -1)
+		return -1;
 	size_t k = 1;
 	while (k < r->n) {
 		const struct cls_word *w = &r->v[k];
@@ -1718,6 +1723,65 @@ static int w_tar(struct cls_ctx *c, struct run *r)
 	return 0;
 }
 
+/* Whether a glob's last part can match the name of a network program, a wrapper, a shell or
+ * an interpreter (`cp /usr/bin/cur[l] /tmp/c', `cp cur? /tmp/c'). */
+static int glob_may_name_program(const struct cls_word *w)
+{
+	static const char *const more[] = {"curl", "wget", "wget2", "git", "ssh", "scp", "sftp",
+	        "rsync", "nc", "ncat", "netcat", "socat", "telnet", "openssl", "aria2c", "ftp",
+	        "tftp", "websocat", "python", "python3", "perl", "ruby", "node", "php", "lua",
+	        "busybox", "toybox", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld.so", NULL};
+	size_t bl;
+	const char *b = word_base(w, &bl);
+	char pat[128];
+	if (bl == 0 || bl >= sizeof pat)
+		return 1;
+	memcpy(pat, b, bl);
+	pat[bl] = '\0';
+	int lit = 0;
+	for (size_t i = 0; i < bl; i++)
+		lit |= isalnum((unsigned char)pat[i]) != 0;
+	if (!lit)
+		return 0; /* a bare star: every file, named by nothing in particular */
+	for (size_t i = 0; more[i] != NULL; i++)
+		if (fnmatch(pat, more[i], 0) == 0)
+			return 1;
+	return handler_glob(pat);
+}
+
+/* A network program's (or the loader's) file as an argument of a program that may copy it
+ * (cat /usr/bin/curl > /tmp/c, dd if=/usr/bin/curl, sed '' /usr/bin/curl, gzip -c ...):
+ * the copy can run under any name.  Only words with a slash count: a bare name is data. */
+static int copies_program(struct cls_ctx *c, const struct run *r)
+{
+	static const char *const inspect[] = {"ls", "stat", "file", "which", "type", "readlink",
+	        "realpath", "ldd", "sha1sum", "sha256sum", "sha512sum", "md5sum", "cksum", "du",
+	        "test", "[", "whereis", "dpkg", "rpm", "apt", "apt-get", "strings", "nm", "objdump",
+	        "readelf", "chmod", "chown", "rm", "touch", "diff", "cmp", "namei", "getfattr", NULL};
+	size_t cb;
+	const char *cbase = word_base(&r->v[0], &cb);
+	if (cls_in_list(inspect, cbase, cb))
+		return 0;
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->flags & CLS_W_EXP)
+			continue;
+		if (memchr(w->s, '/', w->len) == NULL)
+			continue;
+		size_t bl;
+		const char *b = word_base(w, &bl);
+		if (bl == 0)
+			continue;
+		if ((w->flags & CLS_W_GLOB) ? glob_may_name_program(w) :
+		                              (is_network_program(b, bl) || is_ldso(b, bl)))
+			return cls_refuse(c, w->off,
+			        "a network program's file is read by `%.*s': a copy can run under any "
+			        "name: refused",
+			        (int)cb, cbase);
+	}
+	return 0;
+}
+
 /* cp/ln/mv/install of a network program: the copy can run under any name (refused) */
 static int w_copy(struct cls_ctx *c, struct run *r)
 {
@@ -1731,7 +1795,10 @@ static int w_copy(struct cls_ctx *c, struct run *r)
 			continue;
 		size_t bl;
 		const char *b = word_base(w, &bl);
-		if (bl > 0 && (is_network_program(b, bl) || is_handled(b)))
+		if ((w->flags & CLS_W_GLOB) && glob_may_name_program(w))
+			return cls_refuse(c, w->off,
+			        "a copy or link of what a glob may name (a network program): refused");
+		if (bl > 0 && (is_network_program(b, bl) || is_handled(b) || is_ldso(b, bl)))
 			return cls_refuse(c, w->off,
 			        "a copy or link of a network program or a wrapper can run under any "
 			        "name: refused");
@@ -2803,6 +2870,15 @@ static int is_network_program(const char *b, size_t bl)
 	return (bl > 4 && memcmp(b, "git-", 4) == 0) || cls_cmds_download(&one, NULL);
 }
 
+/* Whether glob pattern pat matches a name in the handler table. */
+static int handler_glob(const char *pat)
+{
+	for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
+		if (handlers[i].name[0] != '.' && fnmatch(pat, handlers[i].name, 0) == 0)
+			return 1;
+	return 0;
+}
+
 /* Whether b (NUL-terminated) is a wrapper, a rule's program or an interpreter. */
 static int is_handled(const char *b)
 {
@@ -2868,6 +2944,8 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			 * (tools.c); any other program has no network action of its own */
 			const struct interp *in = find_interp(base, bl);
 			if (in != NULL && interp_stdin(c, &r, in) == -1)
+				rc = -1;
+			else if (in == NULL && copies_program(c, &r) == -1)
 				rc = -1;
 			else
 				rc = cls_rule_tools(c, r.v, r.n, r.flags);
