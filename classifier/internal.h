@@ -202,6 +202,7 @@ extern const char *const cls_uv_lv[];
 /* A redirection's target word (any operator but << and <<<): /dev/tcp/HOST/PORT and
  * /dev/udp/HOST/PORT open a connection in bash, so they are net:raw. */
 void cls_note_redir(struct cls_ctx *c, const struct cls_word *target);
+int cls_names_program_file(const struct cls_word *w);
 /* An assignment word NAME=VALUE found on the line (cls_assignment calls it for every one):
  * kept when a rule reads that name. */
 void cls_note_assign(struct cls_ctx *c, const struct cls_word *w);

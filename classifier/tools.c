@@ -118,6 +118,13 @@ void cls_note_redir(struct cls_ctx *c, const struct cls_word *t)
 {
 	static const char tcp[] = "/dev/tcp/", udp[] = "/dev/udp/";
 	const size_t pl = sizeof tcp - 1;
+	if (cls_names_program_file(t)) {
+		/* the line stays refused: cls_refuse records it */
+		(void)cls_refuse(c, t->off,
+		        "a redirection from or to a network program's file: a copy can run under "
+		        "any name: refused");
+		return;
+	}
 	if (t->len < 5 || t->s[0] != '/' || t->s[1] != 'd')
 		return; /* the common case, cheaply */
 	/* The text before the first expansion: when it is a start of /dev/tcp/ or /dev/udp/

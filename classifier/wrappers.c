@@ -2879,6 +2879,17 @@ static int handler_glob(const char *pat)
 	return 0;
 }
 
+/* Whether a static redirection target with a slash names a network program's file or the
+ * loader (`tee /tmp/c < /usr/bin/curl'): a copy can run under any name. */
+int cls_names_program_file(const struct cls_word *w)
+{
+	if ((w->flags & CLS_W_EXP) || memchr(w->s, '/', w->len) == NULL)
+		return 0;
+	size_t bl;
+	const char *b = word_base(w, &bl);
+	return bl > 0 && (is_network_program(b, bl) || is_ldso(b, bl));
+}
+
 /* Whether b (NUL-terminated) is a wrapper, a rule's program or an interpreter. */
 static int is_handled(const char *b)
 {
