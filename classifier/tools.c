@@ -800,7 +800,14 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 	}
 	unsigned what = 0;
 	int url = 0, pipe = 0, dollar = 0, fileapi = 0, python_http = 0, python_client = 0,
-	    python_os = 0, python_system = 0, deno = 0, deno_run = 0;
+	    python_os = 0, python_system = 0, deno = 0, deno_run = 0, copies = 0, netprog = 0;
+	static const char *const copy_words[] = {"symlink", "link", "copy", "copyfile", "copy2",
+	        "copyfileobj", "ln_s", "ln", "cp", "install", "rename", "move", "hardlink_to",
+	        "symlink_to", "write_bytes", "copyFileSync", "symlinkSync", "linkSync", "copyFile",
+	        NULL};
+	static const char *const prog_words[] = {"curl", "wget", "wget2", "git", "ssh", "scp",
+	        "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "openssl", "aria2c",
+	        "busybox", "so", NULL};
 	for (size_t i = 0; i < len;) {
 		unsigned char ch = (unsigned char)s[i];
 		if (!is_ident(ch)) {
@@ -843,6 +850,10 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 			            (lang == LANG_PERL && strcmp(word, "require") == 0)) &&
 			        dynamic_arg(s, len, j, lang == LANG_PERL))
 				what |= CODE_EXEC;
+			if (cls_in_list(copy_words, word, wl))
+				copies = 1;
+			if (cls_in_list(prog_words, word, wl))
+				netprog = 1;
 			if (lang == LANG_PYTHON && strcmp(word, "client") == 0)
 				python_client = 1;
 			if (lang == LANG_PYTHON && strcmp(word, "os") == 0)
@@ -855,6 +866,10 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 		}
 		i = j;
 	}
+	/* a copy or link of a network program (os.symlink("/usr/bin/curl", c), shutil.copy,
+	 * perl's symlink, fs.copyFileSync): it can run under any name (finding 26) */
+	if (copies && netprog)
+		what |= CODE_EXEC;
 	/* os.system runs a command; platform.system() alone does not */
 	if (lang == LANG_PYTHON && python_system && python_os)
 		what |= CODE_EXEC;
