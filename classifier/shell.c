@@ -230,6 +230,24 @@ static void arith_mark_bad(struct parser *P, size_t off)
 	P->arith_failed[off / 8] |= (unsigned char)(1u << (off % 8));
 }
 
+/* A '$' at P->pos where bash evaluates the text as arithmetic or expands it as between double
+ * quotes: bash's parser turns $'...' into single-quoted text, which does not quote there, so
+ * a decoded `$(' or backquote runs (black-box finding A6: `(( $'\x24(git push)' ))`). */
+static int dollar_arith(struct parser *P, struct wbuf *b, unsigned *fl, int dq)
+{
+	size_t n0 = b->n;
+	int ansic = at(P, P->pos + 1) == '\'' && !dq;
+	size_t open = P->pos;
+	if (parse_dollar(P, b, fl, dq) == -1)
+		return -1;
+	if (ansic && b->n > n0 &&
+	        (memchr(b->p + n0, '$', b->n - n0) != NULL ||
+	                memchr(b->p + n0, '`', b->n - n0) != NULL))
+		return ERR(P, open,
+		        "$'...' decoding to a substitution in arithmetic (bash expands it there)");
+	return 0;
+}
+
 /* In an arithmetic body ($(( )), (( )), $[ ]): parses a substitution, quoted text or an escaped
  * character at P->pos and returns 1; returns 0 for any other character (not consumed), -1 when
  * refused.  bash matches quotes and substitutions inside these bodies as in a word. */
@@ -237,7 +255,7 @@ static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
 {
 	char ch = P->s[P->pos];
 	if (ch == '$')
-		return parse_dollar(P, b, fl, 0) == -1 ? -1 : 1;
+		return dollar_arith(P, b, fl, 0) == -1 ? -1 : 1;
 	if (ch == '`')
 		return parse_backtick(P, b, fl) == -1 ? -1 : 1;
 	if (ch == '"') {
@@ -447,14 +465,16 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 				return -1;
 		} else if (ch == '$') {
 			/* $'...' is ANSI-C quoting here too, between double quotes or not */
-			int ansic = dq && !P->heredoc && at(P, P->pos + 1) == '\'';
+			int arith = (P->pos > sub_lo && P->pos < sub_hi) || P->pos > arith_from;
+			int ansic = (dq || arith) && !P->heredoc && at(P, P->pos + 1) == '\'';
 			if (parse_dollar(P, &b, &fl, dq && P->heredoc) == -1)
 				return -1;
 			/* bash expands the decoded text of a $'...' inside a double-quoted ${ }:
 			 * "${x:-$'\x24(git push)'}" runs git push (black-box finding A5) */
 			if (ansic && (memchr(b.p, '$', b.n) != NULL || memchr(b.p, '`', b.n) != NULL))
 				return ERR(P, P->pos - 1,
-				        "$'...' inside a double-quoted ${ } decodes to a substitution");
+				        "$'...' inside a double-quoted ${ } or its arithmetic decodes to "
+				        "a substitution");
 		} else if (ch == '`') {
 			if (parse_backtick(P, &b, &fl) == -1)
 				return -1;
@@ -950,7 +970,7 @@ static int parse_subscript(struct parser *P, struct wbuf *b, unsigned *flags)
 			continue;
 		}
 		if (ch == '$') {
-			if (parse_dollar(P, b, flags, 0) == -1)
+			if (dollar_arith(P, b, flags, 0) == -1)
 				return -1;
 			continue;
 		}
