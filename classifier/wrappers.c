@@ -1791,8 +1791,17 @@ static int w_copy(struct cls_ctx *c, struct run *r)
 		if (w->flags & CLS_W_SUBST)
 			return cls_refuse(c, w->off,
 			        "a copy or link of what a command substitution names: refused");
-		if (w->flags & CLS_W_EXP)
+		if (w->flags & CLS_W_EXP) {
+			/* "$PWD/curl", "$d/git": the static last part names the program */
+			size_t eb;
+			const char *e = word_base(w, &eb);
+			if (eb > 0 && memchr(e, CLS_EXP_MARK, eb) == NULL && e != w->s &&
+			        (is_network_program(e, eb) || is_ldso(e, eb)))
+				return cls_refuse(c, w->off,
+				        "a copy or link of a network program can run under any name: "
+				        "refused");
 			continue;
+		}
 		size_t bl;
 		const char *b = word_base(w, &bl);
 		if ((w->flags & CLS_W_GLOB) && glob_may_name_program(w))
