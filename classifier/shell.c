@@ -318,6 +318,8 @@ static int scan_arith(struct parser *P, size_t open)
 			int r = arith_quoted(P, &b, &fl);
 			if (r == -1)
 				return -1;
+			if (r == 1 && (ch == '$' || ch == '`'))
+				names = 1; /* an expansion's value is evaluated too */
 			if (r == 0) {
 				if (ch == ';' && depth == 0)
 					P->arith_semis++;
@@ -731,6 +733,8 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 			int r = arith_quoted(P, &tmp, &fl);
 			if (r == -1)
 				return -1;
+			if (r == 1 && (ch == '$' || ch == '`'))
+				P->c->eval_name = 1;
 			if (r == 0) {
 				P->pos++;
 				if (is_name_start(ch))

@@ -2374,6 +2374,12 @@ static int w_shopt(struct cls_ctx *c, struct run *r)
 /* set -o posix (or +o, bundled, any expansion): POSIX mode expands aliases */
 static int w_set(struct cls_ctx *c, struct run *r)
 {
+	/* positional parameters from an expansion: values built at run time (A7) */
+	for (size_t i = 1; i < r->n; i++)
+		if ((r->v[i].flags & (CLS_W_EXP | CLS_W_GLOB)) && !c->dynamic) {
+			c->dynamic = 1;
+			c->dynamic_off = r->v[i].off;
+		}
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
 		if ((w->flags & CLS_W_EXP) || cls_word_is(w, "posix"))
