@@ -125,6 +125,9 @@ struct cls_ctx {
 	int eval_name;
 	int dynamic;
 	size_t dynamic_off;
+	/* an assignment's value names a network program or the loader (x=/usr/bin/curl): a copy
+	 * or link of an expansion may then be of that program (black-box finding) */
+	int program_value;
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
@@ -206,6 +209,9 @@ int cls_names_program_file(const struct cls_word *w);
 /* An assignment word NAME=VALUE found on the line (cls_assignment calls it for every one):
  * kept when a rule reads that name. */
 void cls_note_assign(struct cls_ctx *c, const struct cls_word *w);
+/* Whether the text s[0..len) (a value, with or without a folder) names a network program or the
+ * loader by its last part. */
+int cls_value_names_program(const char *s, size_t len);
 
 /* Records the host of a URL-like word (scheme://[user@]host[:port]/..., or host[/...] when
  * bare is set) when it is literal.  Never fails: what cannot be canonicalised is skipped. */

@@ -1239,6 +1239,12 @@ static const char *const env_names[] = {"BUN_CONFIG_REGISTRY", "BUNDLE_MIRROR__A
 
 void cls_note_assign(struct cls_ctx *c, const struct cls_word *w)
 {
+	{
+		const char *v = memchr(w->s, '=', w->len);
+		if (v != NULL && !(w->flags & CLS_W_EXP) &&
+		        cls_value_names_program(v + 1, w->len - (size_t)(v + 1 - w->s)))
+			c->program_value = 1;
+	}
 	/* most assignments name none of them: the first letters of env_names */
 	if (w->len == 0 || strchr("BGHNPRTUYny", w->s[0]) == NULL)
 		return;

@@ -1792,6 +1792,12 @@ static int w_copy(struct cls_ctx *c, struct run *r)
 			return cls_refuse(c, w->off,
 			        "a copy or link of what a command substitution names: refused");
 		if (w->flags & CLS_W_EXP) {
+			/* x=/usr/bin/curl; ln -s $x c: an expansion, and a value on the line that
+			 * names a network program (black-box finding) */
+			if (c->program_value)
+				return cls_refuse(c, w->off,
+				        "a copy or link of an expansion, on a line whose assignment names a "
+				        "network program: refused");
 			/* "$PWD/curl", "$d/git": the static last part names the program */
 			size_t eb;
 			const char *e = word_base(w, &eb);
@@ -2896,6 +2902,14 @@ static int handler_glob(const char *pat)
 
 /* Whether a static redirection target with a slash names a network program's file or the
  * loader (`tee /tmp/c < /usr/bin/curl'): a copy can run under any name. */
+int cls_value_names_program(const char *s, size_t len)
+{
+	const char *slash = len ? memrchr(s, '/', len) : NULL;
+	const char *b = slash != NULL ? slash + 1 : s;
+	size_t bl = len - (size_t)(b - s);
+	return bl > 0 && (is_network_program(b, bl) || is_ldso(b, bl));
+}
+
 int cls_names_program_file(const struct cls_word *w)
 {
 	if ((w->flags & CLS_W_EXP) || memchr(w->s, '/', w->len) == NULL)
