@@ -20,6 +20,8 @@
 #define CLS_W_QUOTED 0x10u  /* some part was quoted or backslash-escaped */
 #define CLS_W_DL 0x20u      /* holds a substitution that runs a download (curl, wget, ...) */
 #define CLS_W_SUBST 0x40u   /* holds a command substitution */
+#define CLS_W_TEXT 0x80u    /* holds an expansion whose value may be any text: not only
+                               arithmetic ($(( )), $[ ]), a length (${#x}) or $# $? $$ $! */
 
 struct cls_word {
 	const char *s;  /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */

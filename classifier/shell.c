@@ -131,12 +131,20 @@ static int wb_putc(struct parser *P, struct wbuf *b, char ch)
 }
 
 /* An expansion: its value is unknown, so the decoded text gets a mark there. */
-static int wb_exp(struct parser *P, struct wbuf *b, unsigned *flags)
+/* An expansion whose value is a number (arithmetic, a length, $# $? $$ $!): a value built from
+ * these alone cannot carry code for a later evaluation (black-box finding A7's neighbours). */
+static int wb_num_exp(struct parser *P, struct wbuf *b, unsigned *flags)
 {
 	if (b->n == 0 && !(*flags & CLS_W_EXP))
 		*flags |= CLS_W_LEADEXP;
 	*flags |= CLS_W_EXP;
 	return wb_putc(P, b, CLS_EXP_MARK);
+}
+
+static int wb_exp(struct parser *P, struct wbuf *b, unsigned *flags)
+{
+	*flags |= CLS_W_TEXT;
+	return wb_num_exp(P, b, flags);
 }
 
 static int is_meta(char ch)
@@ -689,7 +697,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 				return -1;
 			if (r == 0) {
 				P->c->evaluates = 1;
-				return wb_exp(P, b, flags);
+				return wb_num_exp(P, b, flags);
 			}
 			mark_restore(P, &m);
 			arith_mark_bad(P, open);
@@ -711,9 +719,15 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 	}
 	if (n == '{') {
 		P->pos += 2;
+		/* ${#NAME}: a length */
+		size_t e = P->pos + 1;
+		int length = at(P, P->pos) == '#' && is_name_start(at(P, e));
+		while (length && e < P->len && is_name_char(P->s[e]))
+			e++;
+		length = length && at(P, e) == '}';
 		if (parse_braceparam(P, open, dq, flags) == -1)
 			return -1;
-		return wb_exp(P, b, flags);
+		return length ? wb_num_exp(P, b, flags) : wb_exp(P, b, flags);
 	}
 	if (n == '[') {
 		/* the obsolete $[ arithmetic ]: substitutions inside are parsed as in $(( )) */
@@ -746,7 +760,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 			}
 		}
 		cls_leave(P->c);
-		return wb_exp(P, b, flags);
+		return wb_num_exp(P, b, flags);
 	}
 	if (is_name_start(n)) {
 		P->pos += 2;
@@ -756,7 +770,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 	}
 	if ((n >= '0' && n <= '9') || (n != '\0' && strchr("@*#?$!-", n) != NULL)) {
 		P->pos += 2;
-		return wb_exp(P, b, flags);
+		return strchr("#?$!", n) != NULL ? wb_num_exp(P, b, flags) : wb_exp(P, b, flags);
 	}
 	P->pos++;
 	return wb_putc(P, b, '$');

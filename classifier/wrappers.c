@@ -2616,7 +2616,8 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 		nl--;
 	const char *val = eq + 1;
 	size_t vl = w->len - (size_t)(val - s);
-	int nonstatic = memchr(val, CLS_EXP_MARK, vl) != NULL;
+	/* a value of numbers only (x=$((x+1)), n=${#s}) carries no code */
+	int nonstatic = memchr(val, CLS_EXP_MARK, vl) != NULL && (w->flags & CLS_W_TEXT);
 	if ((nonstatic || nl < (size_t)(eq - s) || (w->flags & CLS_W_DL)) && !c->dynamic) {
 		c->dynamic = 1; /* a value built at run time (black-box finding A7) */
 		c->dynamic_off = w->off;
