@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Conn, audit_verdict, base_config, check, check_audit_log,  # noqa
                      check_eq, decision_records, echo_handler, make_cert, parse_audit,
-                     run_cases, run_curl, run_egressd)
+                     run_cases, run_curl, run_egressd, TestFailure)
 
 HOSTS = {"origin.test": ["127.0.0.1"], "echo.test": ["127.0.0.1"], "evil.test": ["127.0.0.1"]}
 
@@ -380,6 +380,36 @@ class FifoReader:
         self.fd = None
 
 
+def fill_backlog(e, origin):
+    """Long GETs (48 KB records) until egressd refuses one: (index, response) of the refusal."""
+    long_path = "/" + "p" * 48000
+    deadline = time.time() + 60
+    for i in range(200):
+        check(time.time() < deadline, "no refusal within 60 s (the loop may be blocked)")
+        c = Conn(e.port)
+        c.request("GET", "http://origin.test:%d%s%d" % (origin.port, long_path, i))
+        r = c.read_response()
+        c.close()
+        if r.status == 503:
+            return i, r
+        check_eq(r.status, 200, "GET %d while the backlog fills" % i)
+    raise TestFailure("200 long GETs without a refusal: the backlog is not bounded")
+
+
+def passes_again(e, origin):
+    """Whether a GET /after passes within 10 s."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        c = Conn(e.port)
+        c.request("GET", "http://origin.test:%d/after" % origin.port)
+        ok = c.read_response().status == 200
+        c.close()
+        if ok:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def case_fifo_reader_stalls(h):
     fifo = os.path.join(h.tmp, "audit.fifo")
     os.mkfifo(fifo)
@@ -395,21 +425,7 @@ def case_fifo_reader_stalls(h):
     check_eq(len(t.read_exact(100)), 100, "echo before the reader stops")
 
     reader.run.clear()
-    long_path = "/" + "p" * 48000
-    refused = None
-    deadline = time.time() + 60
-    for i in range(200):
-        check(time.time() < deadline, "no refusal within 60 s")
-        c = Conn(e.port)
-        c.request("GET", "http://origin.test:%d%s%d" % (origin.port, long_path, i))
-        r = c.read_response()
-        c.close()
-        if r.status == 503:
-            refused = (i, r)
-            break
-        check_eq(r.status, 200, "GET %d while the backlog fills" % i)
-    check(refused is not None, "200 long GETs without a refusal: the backlog is not bounded")
-    i, r = refused
+    i, r = fill_backlog(e, origin)
     check_eq(r.header("X-Egressd-Reason"), "audit-unavailable", "reason once the backlog is full")
     # 64 KiB of pipe and 1 MiB of backlog hold about 22 records of 48 KB.
     check(18 <= i <= 30, "refused after %d records of 48 KB" % i)
@@ -420,16 +436,7 @@ def case_fifo_reader_stalls(h):
     check(e.wait_stderr(AUDIT_FAIL_RE, 5), "no audit failure line on standard error")
 
     reader.run.set()
-    ok = False
-    deadline = time.time() + 10
-    while time.time() < deadline and not ok:
-        c = Conn(e.port)
-        c.request("GET", "http://origin.test:%d/after" % origin.port)
-        ok = c.read_response().status == 200
-        c.close()
-        if not ok:
-            time.sleep(0.1)
-    check(ok, "no request passed within 10 s of the reader resuming")
+    check(passes_again(e, origin), "no request passed within 10 s of the reader resuming")
     check(e.wait_stderr(AUDIT_BACK_RE, 5), "no recovery line on standard error")
     check_eq(stderr_count(e, AUDIT_FAIL_RE), 1, "audit failure lines on standard error")
     t.send(payload)
@@ -470,33 +477,10 @@ def case_terminal_reader_stalls(h):
     check_eq(c.read_response().status, 200, "GET before the reader stops")
     c.close()
     reader.run.clear()
-    long_path = "/" + "p" * 48000
-    refused = None
-    deadline = time.time() + 60
-    for i in range(200):
-        check(time.time() < deadline, "no refusal within 60 s (the loop may be blocked)")
-        c = Conn(e.port)
-        c.request("GET", "http://origin.test:%d%s%d" % (origin.port, long_path, i))
-        r = c.read_response()
-        c.close()
-        if r.status == 503:
-            refused = (i, r)
-            break
-        check_eq(r.status, 200, "GET %d while the backlog fills" % i)
-    check(refused is not None, "200 long GETs without a refusal: the backlog is not bounded")
-    check_eq(refused[1].header("X-Egressd-Reason"), "audit-unavailable",
-             "reason once the backlog is full")
+    _, r = fill_backlog(e, origin)
+    check_eq(r.header("X-Egressd-Reason"), "audit-unavailable", "reason once the backlog is full")
     reader.run.set()
-    ok = False
-    deadline = time.time() + 10
-    while time.time() < deadline and not ok:
-        c = Conn(e.port)
-        c.request("GET", "http://origin.test:%d/after" % origin.port)
-        ok = c.read_response().status == 200
-        c.close()
-        if not ok:
-            time.sleep(0.1)
-    check(ok, "no request passed within 10 s of the reader resuming")
+    check(passes_again(e, origin), "no request passed within 10 s of the reader resuming")
     check_eq(e.stop(), 0, "exit code")
     reader.close()
     os.close(slave)
