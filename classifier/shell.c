@@ -259,17 +259,13 @@ static int dollar_arith(struct parser *P, struct wbuf *b, unsigned *fl, int dq)
 /* In an arithmetic body ($(( )), (( )), $[ ]): parses a substitution, quoted text or an escaped
  * character at P->pos and returns 1; returns 0 for any other character (not consumed), -1 when
  * refused.  bash matches quotes and substitutions inside these bodies as in a word. */
+static int arith_subst(struct parser *P, struct wbuf *b, unsigned *fl);
+
 static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
 {
 	char ch = P->s[P->pos];
-	if (ch == '$')
-		return dollar_arith(P, b, fl, 0) == -1 ? -1 : 1;
-	if (ch == '`')
-		return parse_backtick(P, b, fl) == -1 ? -1 : 1;
-	if (ch == '"') {
-		P->pos++;
-		return parse_dquote(P, b, fl) == -1 ? -1 : 1;
-	}
+	if (ch == '$' || ch == '`' || ch == '"')
+		return arith_subst(P, b, fl);
 	if (ch == '\'') {
 		/* bash finds the body's end with single quotes matched, then expands the body as
 		 * if it were in double quotes: a substitution between them runs (oracle finding,
@@ -292,6 +288,33 @@ static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
 		return 1;
 	}
 	return 0;
+}
+
+/* A substitution (or double-quoted text) in an arithmetic body: a command's output there is
+ * evaluated as arithmetic, and may hold a[$(...)], which bash runs (black-box finding:
+ * $(( $(cat f) )) ran what f held).  Refused.  Returns 1, or -1 when refused. */
+static int arith_subst(struct parser *P, struct wbuf *b, unsigned *fl)
+{
+	size_t open = P->pos;
+	char ch = P->s[P->pos];
+	unsigned mine = 0;
+	int r;
+	if (ch == '$') {
+		r = dollar_arith(P, b, &mine, 0);
+	} else if (ch == '`') {
+		r = parse_backtick(P, b, &mine);
+	} else {
+		P->pos++;
+		r = parse_dquote(P, b, &mine);
+	}
+	if (r == -1)
+		return -1;
+	if (mine & CLS_W_SUBST)
+		return ERR(P, open,
+		        "a command's output evaluated as arithmetic (it may hold a[$(...)], which "
+		        "bash runs)");
+	*fl |= mine;
+	return 1;
 }
 
 /* Scans an arithmetic body after "((" (or "$(("), parsing the substitutions inside.  Returns 0
