@@ -1323,22 +1323,39 @@ static int ssh_opt(void *arg, const struct cls_opt *o)
 			st->rc = cls_refuse(st->c, off, "ssh -o option is not static");
 			return 1;
 		}
+		/* ssh skips blanks before the key and reads a quoted key (third black-box
+		 * round: -o ' ProxyCommand=git push' and -o '"ProxyCommand"=...' ran it) */
+		size_t ks = 0;
+		while (ks < o->vlen && (o->val[ks] == ' ' || o->val[ks] == '\t' || o->val[ks] == '"'))
+			ks++;
 		size_t kl = 0;
-		while (kl < o->vlen && o->val[kl] != '=' && o->val[kl] != ' ' && o->val[kl] != '\t')
+		while (ks + kl < o->vlen && o->val[ks + kl] != '=' && o->val[ks + kl] != ' ' &&
+		        o->val[ks + kl] != '\t' && o->val[ks + kl] != '"')
 			kl++;
 		char low[32];
 		if (kl < sizeof low) {
 			for (size_t i = 0; i < kl; i++)
-				low[i] = (char)tolower((unsigned char)o->val[i]);
+				low[i] = (char)tolower((unsigned char)o->val[ks + i]);
 			if (cls_in_list(runs, low, kl)) {
 				/* the command runs through the user's shell, its standard input
 				 * ssh's connection: classified (a stricter answer than the
 				 * published sample's) */
-				size_t vs = kl;
-				while (vs < o->vlen && (o->val[vs] == ' ' || o->val[vs] == '\t'))
+				size_t vs = ks + kl;
+				while (vs < o->vlen && (o->val[vs] == ' ' || o->val[vs] == '\t' ||
+				                               o->val[vs] == '"'))
 					vs++;
 				if (vs < o->vlen && o->val[vs] == '=')
 					vs++;
+				/* ssh puts the host, user, port ... in place of %h, %r, %p ... before
+				 * it runs the command (third black-box round: ProxyCommand=%h push
+				 * to host git ran git push) */
+				if (memchr(o->val + vs, '%', o->vlen - vs) != NULL) {
+					st->rc = cls_refuse(st->c, off,
+					        "ssh -o %.*s with %%-tokens (ssh substitutes them before it "
+					        "runs the command): refused",
+					        (int)kl, o->val + ks);
+					return 1;
+				}
 				if (cls_run_script(st->c, o->val + vs, o->vlen - vs, off, CLS_C_PIPED) ==
 				        -1) {
 					st->rc = -1;
@@ -1349,16 +1366,21 @@ static int ssh_opt(void *arg, const struct cls_opt *o)
 			if (cls_in_list(keys, low, kl)) {
 				st->rc = cls_refuse(st->c, off,
 				        "ssh -o %.*s runs a local command or loads code: refused", (int)kl,
-				        o->val);
+				        o->val + ks);
 				return 1;
 			}
 		}
 	} else if (o->c == 'F' && o->val != NULL) {
-		if (memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL || (o->vlen == 1 && o->val[0] == '-') ||
-		        (o->vlen >= 5 && memcmp(o->val, "/dev/", 5) == 0) ||
-		        (o->vlen >= 6 && memcmp(o->val, "/proc/", 6) == 0)) {
+		/* a configuration file may hold ProxyCommand, and the line may have written it
+		 * (third black-box round): only none and /dev/null are known to hold nothing */
+		static const char user_cfg[] = "/.ssh/config"; /* what ssh reads anyway */
+		size_t ul = sizeof user_cfg - 1;
+		if (!(o->vlen == 4 && memcmp(o->val, "none", 4) == 0) &&
+		        !(o->vlen == 9 && memcmp(o->val, "/dev/null", 9) == 0) &&
+		        !(o->vlen >= ul && memcmp(o->val + o->vlen - ul, user_cfg, ul) == 0)) {
 			st->rc = cls_refuse(st->c, off,
-			        "ssh -F a configuration that is not a static file: refused");
+			        "ssh -F: a configuration file may run commands (ProxyCommand, Match "
+			        "exec): refused");
 			return 1;
 		}
 	} else if (st->scp && (o->c == 'S' || o->c == 'D')) {
