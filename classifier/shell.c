@@ -256,6 +256,24 @@ static int dollar_arith(struct parser *P, struct wbuf *b, unsigned *fl, int dq)
 	return 0;
 }
 
+/* Single quotes at P->pos where bash expands what they hold (arithmetic, a subscript, a
+ * double-quoted ${ }): skips them, or refuses when they hold a `$' or a backquote (it would
+ * run) and expands is set.  0, or -1 when refused. */
+static int squote_expanded(struct parser *P, int expands, const char *where)
+{
+	size_t from = P->pos + 1;
+	const char *q = memchr(P->s + from, '\'', P->len - from);
+	if (q == NULL)
+		return ERR(P, P->pos, "unterminated single quote");
+	size_t end = (size_t)(q - P->s);
+	if (expands && (memchr(P->s + from, '$', end - from) != NULL ||
+	                       memchr(P->s + from, '`', end - from) != NULL))
+		return ERR(P, P->pos, "a substitution in single quotes %s (bash expands it there)",
+		        where);
+	P->pos = end + 1;
+	return 0;
+}
+
 /* In an arithmetic body ($(( )), (( )), $[ ]): parses a substitution, quoted text or an escaped
  * character at P->pos and returns 1; returns 0 for any other character (not consumed), -1 when
  * refused.  bash matches quotes and substitutions inside these bodies as in a word. */
@@ -270,18 +288,7 @@ static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
 		/* bash finds the body's end with single quotes matched, then expands the body as
 		 * if it were in double quotes: a substitution between them runs (oracle finding,
 		 * $((x='a[$(nslookup x.test)]'; let x)) ran nslookup).  Refused, not modelled. */
-		size_t from = P->pos + 1;
-		const char *q = memchr(P->s + from, '\'', P->len - from);
-		if (q == NULL)
-			return ERR(P, P->pos, "unterminated single quote");
-		size_t end = (size_t)(q - P->s);
-		if (memchr(P->s + from, '$', end - from) != NULL ||
-		    memchr(P->s + from, '`', end - from) != NULL)
-			return ERR(P, P->pos,
-			           "a substitution in single quotes in an arithmetic expression "
-			           "(bash expands it there)");
-		P->pos = end + 1;
-		return 1;
+		return squote_expanded(P, 1, "in an arithmetic expression") == -1 ? -1 : 1;
 	}
 	if (ch == '\\' && P->pos + 1 < P->len) {
 		P->pos += 2;
@@ -479,19 +486,12 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		} else if (ch == '\'' && !P->heredoc) {
 			/* bash matches single quotes inside ${ } even between double quotes:
 			 * "${x:-'}" is an unterminated quote to it (fuzz finding) */
-			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
-			if (q == NULL)
-				return ERR(P, P->pos, "unterminated single quote");
 			/* ... and between double quotes they do not quote: bash expands what they
 			 * hold, "${x:-'$(git push)'}" runs git push (black-box finding A5) */
-			size_t from = P->pos + 1, end = (size_t)(q - P->s);
 			int arith = (P->pos > sub_lo && P->pos < sub_hi) || P->pos > arith_from;
-			if ((dq || arith) && (memchr(P->s + from, '$', end - from) != NULL ||
-			                  memchr(P->s + from, '`', end - from) != NULL))
-				return ERR(P, P->pos,
-				        "a substitution in single quotes inside a double-quoted ${ } "
-				        "or its arithmetic (bash expands it there)");
-			P->pos = end + 1;
+			if (squote_expanded(P, dq || arith,
+			            "inside a double-quoted ${ } or its arithmetic") == -1)
+				return -1;
 		} else if (ch == '"') {
 			P->pos++;
 			if (parse_dquote(P, &b, &fl) == -1)
@@ -989,18 +989,10 @@ static int parse_subscript(struct parser *P, struct wbuf *b, unsigned *flags)
 			continue;
 		}
 		if (ch == '\'') {
-			const char *q = memchr(P->s + P->pos + 1, '\'', P->len - P->pos - 1);
-			if (q == NULL)
-				return ERR(P, P->pos, "unterminated single quote");
 			/* an indexed array's subscript is arithmetic, where bash expands what single
 			 * quotes hold: a['$(git push)']=1 runs git push (black-box finding A6) */
-			size_t from = P->pos + 1, end = (size_t)(q - P->s);
-			if (memchr(P->s + from, '$', end - from) != NULL ||
-			        memchr(P->s + from, '`', end - from) != NULL)
-				return ERR(P, P->pos,
-				        "a substitution in single quotes in a subscript (bash expands it "
-				        "there)");
-			P->pos = end + 1;
+			if (squote_expanded(P, 1, "in a subscript") == -1)
+				return -1;
 			*flags |= CLS_W_QUOTED;
 			continue;
 		}
