@@ -709,12 +709,28 @@ static const char *const curl_lv[] = {"abstract-unix-socket", "alt-svc", "aws-si
 static const char *const curl_body[] = {"data", "data-ascii", "data-binary", "data-raw",
         "data-urlencode", "json", "form", "form-string", "upload-file", NULL};
 
+/* What a curl URL's scheme reaches (curl 7.88): HTTP (http, https, and a URL with no scheme
+ * whose host does not make curl guess another protocol), a websocket (both HTTP tags, as on
+ * the wire), SSH (scp, sftp: both SSH tags), nothing (file), or a protocol egressd cannot
+ * tell a read from a write in (telnet sends standard input, gopher and dict send the path,
+ * ftp's -Q and -T, smtp, imap, pop3, ldap, mqtt, rtsp, rtmp, smb, tftp): net:raw.  A scheme
+ * that is not static, or holds curl's own {,} and [] globs, is any of them. */
+#define CURL_HTTP 1u
+#define CURL_WS 2u
+#define CURL_SSH 4u
+#define CURL_RAW 8u
+#define CURL_ANY (CURL_HTTP | CURL_WS | CURL_SSH | CURL_RAW)
+
 struct curl_state {
-	int body;    /* -d and friends */
-	int upload;  /* -F, -T, --json: a body -G does not turn into a query */
-	int get;     /* -G */
-	int method;  /* 0 none, 1 read method, 2 write method, 3 unknown */
-	int unknown; /* -K or an expansion where an option could be */
+	int body;       /* -d and friends */
+	int upload;     /* -F, -T, --json: a body -G does not turn into a query */
+	int get;        /* -G; --no-get cancels it */
+	int method;     /* 0 none, 1 read method, 2 write method, 3 unknown */
+	int unknown;    /* -K or an expansion where an option could be */
+	int anyurl;     /* a URL egressd cannot see: -K, an expansion, words xargs appends */
+	unsigned proto; /* the schemes --proto leaves (CURL_* bits), when nproto > 0 */
+	int nproto;     /* --proto options seen */
+	const struct cls_word *lastval; /* the word the last option's value came from */
 };
 
 static void curl_method(struct curl_state *st, const char *s, size_t len, unsigned wflags)
@@ -725,9 +741,47 @@ static void curl_method(struct curl_state *st, const char *s, size_t len, unsign
 		st->method = cls_method_is_read(s, len) ? 1 : 2;
 }
 
+static unsigned curl_scheme_of(const char *s, size_t len);
+
+/* --proto LIST: the schemes curl may use, each entry [+-=]NAME or all, from all of them.
+ * Several --proto options give the union of their sets (curl keeps the last; either way no
+ * less).  A list that is not static leaves every scheme. */
+static unsigned curl_proto(const char *s, size_t len)
+{
+	if (memchr(s, CLS_EXP_MARK, len) != NULL)
+		return CURL_ANY;
+	unsigned set = CURL_ANY;
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && s[j] != ',')
+			j++;
+		const char *e = s + i;
+		size_t el = j - i;
+		char op = '+';
+		if (el > 0 && (e[0] == '+' || e[0] == '-' || e[0] == '=')) {
+			op = e[0];
+			e++;
+			el--;
+		}
+		unsigned bits = (el == 3 && strncasecmp(e, "all", 3) == 0) ? CURL_ANY
+		                : el > 0                                   ? curl_scheme_of(e, el)
+		                                                           : 0;
+		if (op == '=')
+			set = bits;
+		else if (op == '-')
+			set &= ~bits;
+		else
+			set |= bits;
+		i = j + 1;
+	}
+	return set;
+}
+
 static int curl_opt(void *arg, const struct cls_opt *o)
 {
 	struct curl_state *st = arg;
+	st->lastval = o->vw;
 	if (o->c != 0) {
 		switch (o->c) {
 		case 'd':
@@ -741,7 +795,7 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 			st->get = 1;
 			break;
 		case 'K':
-			st->unknown = 1;
+			st->unknown = st->anyurl = 1;
 			break;
 		case 'X':
 			if (o->val != NULL)
@@ -752,7 +806,7 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 				st->method = 1;
 			break;
 		case CLS_EXP_MARK:
-			st->unknown = 1;
+			st->unknown = st->anyurl = 1;
 			break;
 		default:
 			break;
@@ -777,27 +831,21 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 		curl_method(st, o->val, o->vlen, o->vw ? o->vw->flags : 0);
 	} else if (ll == 3 && memcmp(l, "get", 3) == 0) {
 		st->get = 1;
+	} else if (ll > 3 && ll <= 6 && memcmp(l, "no-get", ll) == 0) {
+		/* --no-OPTION turns a boolean off, OPTION a unique prefix (attack round 4: `curl
+		 * -d x -G --no-get URL' is a POST); of curl's booleans only -G changes a tag */
+		st->get = 0;
 	} else if (ll == 6 && memcmp(l, "config", 6) == 0) {
-		st->unknown = 1;
+		st->unknown = st->anyurl = 1;
+	} else if (ll == 5 && memcmp(l, "proto", 5) == 0 && o->val != NULL) {
+		st->proto = (st->nproto++ ? st->proto : 0) | curl_proto(o->val, o->vlen);
 	} else if (ll == 4 && memcmp(l, "head", 4) == 0 && st->method == 0) {
 		st->method = 1;
 	} else if (memchr(l, CLS_EXP_MARK, ll) != NULL) {
-		st->unknown = 1;
+		st->unknown = st->anyurl = 1;
 	}
 	return 0;
 }
-
-/* What a curl URL's scheme reaches (curl 7.88): HTTP (http, https, and a URL with no scheme
- * whose host does not make curl guess another protocol), a websocket (both HTTP tags, as on
- * the wire), SSH (scp, sftp: both SSH tags), nothing (file), or a protocol egressd cannot
- * tell a read from a write in (telnet sends standard input, gopher and dict send the path,
- * ftp's -Q and -T, smtp, imap, pop3, ldap, mqtt, rtsp, rtmp, smb, tftp): net:raw.  A scheme
- * that is not static, or holds curl's own {,} and [] globs, is any of them. */
-#define CURL_HTTP 1u
-#define CURL_WS 2u
-#define CURL_SSH 4u
-#define CURL_RAW 8u
-#define CURL_ANY (CURL_HTTP | CURL_WS | CURL_SSH | CURL_RAW)
 
 static unsigned curl_scheme_of(const char *s, size_t len)
 {
@@ -818,18 +866,48 @@ static unsigned curl_scheme_of(const char *s, size_t len)
 	return CURL_RAW;
 }
 
-/* The scheme of URL word w; def is the scheme for a URL with none (--proto-default). */
+/* Whether s[0..len) names a protocol curl speaks other than HTTP, websockets, SSH and file
+ * (a host name such as `localhost' is none). */
+static int curl_raw_scheme(const char *s, size_t len)
+{
+	static const char *const raw[] = {"dict", "ftp", "ftps", "gopher", "gophers", "imap",
+	        "imaps", "ipfs", "ipns", "ldap", "ldaps", "mqtt", "pop3", "pop3s", "rtmp", "rtmpe",
+	        "rtmps", "rtmpt", "rtmpte", "rtmpts", "rtsp", "smb", "smbs", "smtp", "smtps",
+	        "telnet", "tftp", NULL};
+	char low[8];
+	if (len == 0 || len >= sizeof low)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		low[i] = (char)tolower((unsigned char)s[i]);
+	return cls_in_list(raw, low, len);
+}
+
+/* The scheme of URL word w; def is the scheme for a URL with none (--proto-default).  An
+ * expansion where the scheme, or the host's first label curl guesses a protocol from, is
+ * written may hold any of them (attack round 4: u=scp://a/b; curl $u ran scp). */
 static unsigned curl_url_scheme(const struct cls_word *w, unsigned def)
 {
-	if (w->flags & CLS_W_LEADEXP)
-		return CURL_HTTP; /* out of reach: see cls_rule_curl */
+	const char *s = w->s;
+	size_t i = 0;
+	while (i < w->len &&
+	        (isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.'))
+		i++;
+	if (i < w->len && s[i] == CLS_EXP_MARK)
+		return CURL_ANY; /* $u, f$x, ${x:-telnet://h} */
+	unsigned extra = 0;
+	/* HOST:$PORT with HOST a scheme curl speaks (ftp:$x): the value may start with // */
+	if (i + 1 < w->len && s[i] == ':' && s[i + 1] == CLS_EXP_MARK) {
+		unsigned sch = curl_scheme_of(s, i);
+		if (sch != CURL_RAW || curl_raw_scheme(s, i))
+			extra = sch;
+	}
 	const char *sep = memchr(w->s, ':', w->len);
 	if (sep != NULL && sep[1] == '/' && sep[2] == '/')
 		return curl_scheme_of(w->s, (size_t)(sep - w->s));
 	if (sep != NULL && (sep = strstr(sep + 1, "://")) != NULL)
 		return curl_scheme_of(w->s, (size_t)(sep - w->s));
 	if (def != CURL_HTTP)
-		return def;
+		return def | extra;
 	/* curl guesses the protocol of a URL with no scheme from its host's first label */
 	static const char *const guess[] = {"ftp.", "dict.", "ldap.", "imap.", "smtp.", "pop3.",
 	        NULL};
@@ -838,16 +916,33 @@ static unsigned curl_url_scheme(const struct cls_word *w, unsigned def)
 	const char *slash = memchr(w->s, '/', w->len);
 	if (at != NULL && (slash == NULL || at < slash))
 		h = at + 1;
-	for (size_t i = 0; guess[i] != NULL; i++)
-		if (strncasecmp(h, guess[i], strlen(guess[i])) == 0)
-			return CURL_RAW;
-	return CURL_HTTP;
+	for (size_t g = 0; guess[g] != NULL; g++)
+		if (strncasecmp(h, guess[g], strlen(guess[g])) == 0)
+			return CURL_RAW | extra;
+	/* a label that is not static (user@$h) may be one of them */
+	for (const char *p = h; p < w->s + w->len && p < h + 5 && *p != '.' && *p != '/'; p++)
+		if (*p == CLS_EXP_MARK)
+			return CURL_HTTP | CURL_RAW | extra;
+	return CURL_HTTP | extra;
+}
+
+/* Whether the line names a configuration for name (a home, a file: CURL_HOME=., WGETRC=rc):
+ * the program then reads options egressd does not see (attack round 4: echo data=x >
+ * .curlrc; CURL_HOME=. curl URL posted).  Any assignment on the line counts, wherever it
+ * stands: more, never less. */
+static int line_sets(const struct cls_ctx *c, const char *const *names)
+{
+	for (const struct cls_assign *a = c->assigns; a != NULL; a = a->next)
+		if (cls_in_list(names, a->w->s, a->nlen))
+			return 1;
+	return 0;
 }
 
 int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"AbcCdDeEFHKmoPQrtTuUwxXyYz", NULL, curl_lv, 0, 0};
-	struct curl_state st = {0, 0, 0, 0, 0};
+	static const char *const homes[] = {"CURL_HOME", "HOME", "XDG_CONFIG_HOME", NULL};
+	struct curl_state st = {0, 0, 0, 0, 0, 0, 0, 0, NULL};
 	size_t i = 1;
 	int urls_only = 0;
 	unsigned schemes = 0, def = CURL_HTTP;
@@ -866,18 +961,25 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 		}
 	}
 	if (flags & CLS_C_XOPTS)
-		st.unknown = 1; /* xargs appends words the line wrote: options, maybe */
+		st.unknown = st.anyurl = 1; /* xargs appends words the line wrote: options, URLs */
+	/* a curlrc in a home the line names, unless -q (--disable) comes first and skips it */
+	if (line_sets(c, homes) &&
+	        !(n > 1 && (cls_word_is(&v[1], "-q") || cls_word_is(&v[1], "--disable"))))
+		st.unknown = st.anyurl = 1;
 	while (i < n) {
 		const struct cls_word *w = &v[i];
-		if ((w->flags & CLS_W_LEADEXP) || may_become_option(w)) {
-			/* an expansion where an option could be: any option at all */
-			st.unknown = 1;
+		if (!urls_only && ((w->flags & CLS_W_LEADEXP) || may_become_option(w))) {
+			/* an expansion where an option could be: any option or URL at all (after
+			 * `--' only a URL) */
+			st.unknown = st.anyurl = 1;
 			i++;
 			continue;
 		}
 		if (!urls_only && w->len > 1 && w->s[0] == '-') {
+			st.lastval = NULL;
 			size_t k = cls_opts_walk(v, n, i, &spec, curl_opt, &st, NULL);
-			if (k == i + 1 && cls_word_is(w, "--"))
+			/* the walk ends after a `--' that is no option's value: URLs only */
+			if (k > i && cls_word_is(&v[k - 1], "--") && st.lastval != &v[k - 1])
 				urls_only = 1;
 			/* --url VALUE is a URL too */
 			for (size_t j = i; j < k; j++)
@@ -901,12 +1003,19 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 		nurl++;
 		i++;
 	}
-	/* no URL on the line (xargs curl, curl --version): HTTP, as before; the URLs of a file
-	 * (xargs curl < urls.txt) are out of reach.  A word that starts with an expansion, or
-	 * -K, stays read and write over HTTP as the contract says (docs/classifier.md): the
-	 * scheme it may hold is as far out of reach as its host, and the proxy decides the
-	 * connection. */
-	if (nurl == 0 || st.unknown)
+	/* no URL on the line (curl --version, xargs curl < urls.txt): HTTP, as published (the
+	 * URLs of a file are out of reach).  A URL egressd cannot see (an expansion, -K, words
+	 * the line hands xargs) may have any scheme curl speaks: every tag of those --proto
+	 * leaves (docs/classifier.md). */
+	if (nurl == 0)
+		schemes |= CURL_HTTP;
+	if (st.anyurl)
+		schemes |= CURL_ANY;
+	/* curl refuses the schemes --proto leaves out before it connects; an option egressd
+	 * does not see may be another --proto, which starts again from all of them */
+	if (st.nproto > 0 && !st.unknown && (schemes & st.proto) != 0)
+		schemes &= st.proto;
+	if (st.unknown)
 		schemes |= CURL_HTTP;
 	if (schemes & CURL_RAW)
 		c->tags |= ALLOW_TAG_NET_RAW;
@@ -925,7 +1034,6 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 		c->tags |= ALLOW_TAG_HTTP_READ;
 	return 0;
 }
-
 /* ---- wget ------------------------------------------------------------------------------- */
 
 static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "body-file", "method",
@@ -957,12 +1065,40 @@ static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "bo
         "version", "warc-cdx", "xattr", NULL};
 
 struct wget_state {
+	struct cls_ctx *c;
 	int write;
-	int unknown;
+	int unknown; /* options egressd does not see (an expansion, a wgetrc the line names) */
+	int anyurl;  /* URLs egressd does not see: -i, an expansion, words xargs appends */
+	int rc;      /* -1 once a command wget runs was refused */
 };
 
+/* wget --use-askpass=PROGRAM (or -e use_askpass=...): wget runs PROGRAM with the prompt as
+ * its one argument, no shell (attack round 4: --use-askpass=dig ran dig). */
+static void wget_askpass(struct wget_state *st, const char *s, size_t len, size_t off)
+{
+	if (len == 0 || st->rc == -1)
+		return;
+	if (memchr(s, CLS_EXP_MARK, len) != NULL) {
+		st->rc = cls_refuse(st->c, off, "wget --use-askpass program is not static");
+		return;
+	}
+	struct cls_word *argv = cls_alloc(st->c, 2 * sizeof *argv, off);
+	char *prog = cls_strdup(st->c, s, len, off);
+	if (argv == NULL || prog == NULL) {
+		st->rc = -1;
+		return;
+	}
+	argv[0] = (struct cls_word){prog, len, 0, off};
+	argv[1] = (struct cls_word){"Username:", 9, 0, off};
+	if (cls_enter(st->c, off) == -1 || cls_run_cmd(st->c, argv, 2, 0, NULL) == -1) {
+		st->rc = -1;
+		return;
+	}
+	cls_leave(st->c);
+}
+
 /* A wgetrc command (-e / --execute): "post_data = x" and friends make a body. */
-static void wget_exec(struct wget_state *st, const char *s, size_t len)
+static void wget_exec(struct wget_state *st, const char *s, size_t len, size_t off)
 {
 	char key[32];
 	size_t k = 0;
@@ -978,7 +1114,9 @@ static void wget_exec(struct wget_state *st, const char *s, size_t len)
 	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '='))
 		i++;
 	if (memchr(s, CLS_EXP_MARK, len) != NULL) {
-		st->unknown = 1;
+		st->unknown = st->anyurl = 1;
+		if (strcmp(key, "useaskpass") == 0)
+			wget_askpass(st, s + i, len - i, off);
 		return;
 	}
 	if (strcmp(key, "postdata") == 0 || strcmp(key, "postfile") == 0 ||
@@ -986,18 +1124,25 @@ static void wget_exec(struct wget_state *st, const char *s, size_t len)
 		st->write = 1;
 	else if (strcmp(key, "method") == 0 && !cls_method_is_read(s + i, len - i))
 		st->write = 1;
+	else if (strcmp(key, "input") == 0)
+		st->anyurl = 1;
+	else if (strcmp(key, "useaskpass") == 0)
+		wget_askpass(st, s + i, len - i, off);
 }
 
 static int wget_opt(void *arg, const struct cls_opt *o)
 {
 	struct wget_state *st = arg;
+	size_t off = o->vw != NULL ? o->vw->off : 0;
 	if (o->c == 'e' && o->val != NULL) {
-		wget_exec(st, o->val, o->vlen);
-		return 0;
+		wget_exec(st, o->val, o->vlen, off);
+		return st->rc == -1;
 	}
 	if (o->c != 0) {
 		if (o->c == CLS_EXP_MARK)
-			st->unknown = 1;
+			st->unknown = st->anyurl = 1;
+		else if (o->c == 'i')
+			st->anyurl = 1; /* URLs from a file or standard input */
 		return 0;
 	}
 	static const char *const body[] = {
@@ -1010,58 +1155,84 @@ static int wget_opt(void *arg, const struct cls_opt *o)
 		else if (!cls_method_is_read(o->val, o->vlen))
 			st->write = 1;
 	} else if (o->ll == 7 && memcmp(o->l, "execute", 7) == 0 && o->val != NULL) {
-		wget_exec(st, o->val, o->vlen);
+		wget_exec(st, o->val, o->vlen, off);
+	} else if (o->ll == 10 && memcmp(o->l, "input-file", 10) == 0) {
+		st->anyurl = 1;
+	} else if (o->ll == 6 && memcmp(o->l, "config", 6) == 0 && o->val != NULL) {
+		/* a wgetrc: post_data, method, input, use_askpass ... (attack round 4) */
+		if (!(o->vlen == 9 && memcmp(o->val, "/dev/null", 9) == 0))
+			st->unknown = st->anyurl = 1;
+	} else if (o->ll == 11 && memcmp(o->l, "use-askpass", 11) == 0 && o->val != NULL) {
+		wget_askpass(st, o->val, o->vlen, off);
 	} else if (memchr(o->l, CLS_EXP_MARK, o->ll) != NULL) {
-		st->unknown = 1;
+		st->unknown = st->anyurl = 1;
 	}
-	return 0;
+	return st->rc == -1;
 }
 
-/* Whether wget reads URL w over FTP: ftp:// and ftps://, and wget's shorthand HOST:PATH (a
- * colon before any slash not followed by a port number). */
-static int wget_is_ftp(const struct cls_word *w)
+/* Whether wget reads URL w over FTP (2), HTTP (1) or may read it over either (3): ftp:// and
+ * ftps://, wget's shorthand HOST:PATH (a colon before any slash not followed by a port
+ * number), and an expansion where the scheme or the port is written. */
+static int wget_proto(const struct cls_word *w)
 {
-	if (w->flags & CLS_W_LEADEXP)
-		return 0;
+	size_t i = 0;
+	while (i < w->len && (isalnum((unsigned char)w->s[i]) || w->s[i] == '+' || w->s[i] == '-' ||
+	                             w->s[i] == '.'))
+		i++;
+	if (i < w->len && w->s[i] == CLS_EXP_MARK)
+		return 3;
 	const char *sep = strstr(w->s, "://");
 	if (sep != NULL)
 		return (sep - w->s == 3 && strncasecmp(w->s, "ftp", 3) == 0) ||
-		       (sep - w->s == 4 && strncasecmp(w->s, "ftps", 4) == 0);
+		                       (sep - w->s == 4 && strncasecmp(w->s, "ftps", 4) == 0)
+		               ? 2
+		               : 1;
 	const char *colon = memchr(w->s, ':', w->len);
 	if (colon == NULL || colon == w->s || memchr(w->s, '/', (size_t)(colon - w->s)) != NULL)
-		return 0;
-	return !isdigit((unsigned char)colon[1]);
+		return 1;
+	if (colon[1] == CLS_EXP_MARK)
+		return 3; /* localhost:$PORT: a port, or a path */
+	return isdigit((unsigned char)colon[1]) ? 1 : 2;
 }
 
 int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"aABDeiIloOPQRtTUwX", NULL, wget_lv, 0, 0};
-	struct wget_state st = {0, (flags & CLS_C_XOPTS) != 0};
+	static const char *const rcs[] = {"HOME", "SYSTEM_WGETRC", "WGETRC", NULL};
+	int xopts = (flags & CLS_C_XOPTS) != 0;
+	struct wget_state st = {c, 0, xopts, xopts, 0};
 	size_t i = 1;
-	int nurl = 0, ftp = 0, http = 0;
+	int nurl = 0, ftp = 0, http = 0, noconfig = 0;
+	for (size_t j = 1; j < n; j++)
+		if (cls_word_is(&v[j], "--no-config"))
+			noconfig = 1;
+	if (!noconfig && line_sets(c, rcs))
+		st.unknown = st.anyurl = 1; /* a wgetrc the line names (attack round 4) */
 	while (i < n) {
 		const struct cls_word *w = &v[i];
 		if ((w->flags & CLS_W_LEADEXP) || may_become_option(w)) {
-			st.unknown = 1;
+			st.unknown = st.anyurl = 1;
 			i++;
 			continue;
 		}
 		if (w->len > 1 && w->s[0] == '-') {
 			i = cls_opts_walk(v, n, i, &spec, wget_opt, &st, NULL);
+			if (st.rc == -1)
+				return -1;
 			continue;
 		}
 		cls_add_url_host(c, w, 1);
 		nurl++;
-		if (wget_is_ftp(w))
-			ftp = 1;
-		else
-			http = 1;
+		int p = wget_proto(w);
+		ftp |= p & 2;
+		http |= p & 1;
 		i++;
 	}
-	/* FTP is a protocol egressd does not tell a read from a write in, as curl's (above) */
-	if (ftp)
+	/* FTP is a protocol egressd does not tell a read from a write in, as curl's (above); a
+	 * URL egressd does not see may be either */
+	if (ftp || st.anyurl)
 		c->tags |= ALLOW_TAG_NET_RAW;
-	if (!http && nurl > 0 && !st.unknown)
+	if (!http && nurl > 0 && !st.unknown && !st.anyurl)
 		return 0;
 	if (st.unknown)
 		c->tags |= ALLOW_TAG_HTTP_READ | ALLOW_TAG_HTTP_WRITE;
@@ -1071,7 +1242,6 @@ int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 		c->tags |= ALLOW_TAG_HTTP_READ;
 	return 0;
 }
-
 /* ---- httpie ----------------------------------------------------------------------------- */
 
 static const char *const http_lv[] = {"auth", "auth-type", "output", "session", "session-read-only",

@@ -1228,14 +1228,15 @@ static int t_php(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 
 /* ---- the environment a line sets -------------------------------------------------------- */
 
-/* Names whose value a rule reads: registry overrides. */
-static const char *const env_names[] = {"BUN_CONFIG_REGISTRY", "BUNDLE_MIRROR__ALL", "GOPROXY",
-        "HOMEBREW_API_DOMAIN", "HOMEBREW_ARTIFACT_DOMAIN", "HOMEBREW_BOTTLE_DOMAIN",
-        "NPM_CONFIG_REGISTRY", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_NO_INDEX",
-        "RUBYGEMS_HOST", "TWINE_REPOSITORY", "TWINE_REPOSITORY_URL", "UV_DEFAULT_INDEX",
-        "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_INDEX_URL", "UV_OFFLINE", "UV_PUBLISH_URL",
-        "YARN_NPM_REGISTRY_SERVER", "YARN_REGISTRY", "npm_config_registry", "yarn_registry",
-        NULL};
+/* Names whose value a rule reads: registry overrides, and where curl and wget find a
+ * configuration (rules.c). */
+static const char *const env_names[] = {"BUN_CONFIG_REGISTRY", "BUNDLE_MIRROR__ALL", "CURL_HOME",
+        "GOPROXY", "HOME", "HOMEBREW_API_DOMAIN", "HOMEBREW_ARTIFACT_DOMAIN",
+        "HOMEBREW_BOTTLE_DOMAIN", "NPM_CONFIG_REGISTRY", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL",
+        "PIP_NO_INDEX", "RUBYGEMS_HOST", "SYSTEM_WGETRC", "TWINE_REPOSITORY",
+        "TWINE_REPOSITORY_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX",
+        "UV_INDEX_URL", "UV_OFFLINE", "UV_PUBLISH_URL", "WGETRC", "XDG_CONFIG_HOME",
+        "YARN_NPM_REGISTRY_SERVER", "YARN_REGISTRY", "npm_config_registry", "yarn_registry", NULL};
 
 void cls_note_assign(struct cls_ctx *c, const struct cls_word *w)
 {
@@ -1246,7 +1247,7 @@ void cls_note_assign(struct cls_ctx *c, const struct cls_word *w)
 			c->program_value = 1;
 	}
 	/* most assignments name none of them: the first letters of env_names */
-	if (w->len == 0 || strchr("BGHNPRTUYny", w->s[0]) == NULL)
+	if (w->len == 0 || strchr("BCGHNPRSTUWXYny", w->s[0]) == NULL)
 		return;
 	const char *eq = memchr(w->s, '=', w->len);
 	if (eq == NULL || eq == w->s)

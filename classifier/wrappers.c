@@ -2603,9 +2603,10 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 {
 	cls_note_assign(c, w); /* registry variables, for tools.c */
 	/* variables whose value git or a program it starts runs as a shell command */
-	static const char *const commands[] = {"PROMPT_COMMAND", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
-	        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
-	        "SSH_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "FCEDIT", NULL};
+	static const char *const commands[] = {"PROMPT_COMMAND", "GIT_EDITOR",
+	        "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER",
+	        "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "WGET_ASKPASS",
+	        "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "FCEDIT", NULL};
 	static const char *const prompts[] = {"PS0", "PS1", "PS2", "PS3", "PS4", NULL};
 	const char *s = w->s;
 	const char *eq = memchr(s, '=', w->len);

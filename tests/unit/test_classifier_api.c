@@ -33,9 +33,11 @@ static void test_programs_sorted_distinct(void **state)
 	struct cls_result r;
 	assert_int_equal(classify("sudo git push; /usr/bin/git fetch | xargs curl", &r), 0);
 	assert_names(r.programs, r.nprograms, "curl,git,sudo,xargs");
-	/* what git prints becomes curl's arguments: options, maybe (issue 12) */
+	/* what git prints becomes curl's arguments: options, maybe (issue 12), or URLs of any
+	 * scheme curl speaks (ssh for scp://, net:raw for ftp://) */
 	assert_int_equal(r.tags, ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH | ALLOW_TAG_HTTP_READ |
-	                                 ALLOW_TAG_HTTP_WRITE);
+	                                 ALLOW_TAG_HTTP_WRITE | ALLOW_TAG_SSH_READ |
+	                                 ALLOW_TAG_SSH_WRITE | ALLOW_TAG_NET_RAW);
 	cls_result_free(&r);
 	cls_result_free(&r); /* freeing twice is harmless */
 }
