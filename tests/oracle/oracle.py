@@ -102,9 +102,38 @@ def long_match(table, name):
     return hits[0] if len(hits) == 1 else None
 
 
+CURL_SCHEMES = {"dict", "file", "ftp", "ftps", "gopher", "gophers", "http", "https", "imap",
+                "imaps", "ldap", "ldaps", "mqtt", "pop3", "pop3s", "rtmp", "rtsp", "scp", "sftp",
+                "smb", "smbs", "smtp", "smtps", "telnet", "tftp", "ws", "wss"}
+
+
+def curl_proto_allows(lists, scheme):
+    """Whether --proto LIST... lets curl use scheme: each list starts from every protocol and
+    applies [+-=]NAME entries (or all); several lists: any of them (curl keeps the last)."""
+    if not lists:
+        return True
+    for lst in lists:
+        allowed = set(CURL_SCHEMES)
+        for e in lst.split(","):
+            op = "+"
+            if e and e[0] in "+-=":
+                op, e = e[0], e[1:]
+            names = set(CURL_SCHEMES) if e.lower() == "all" else {e.lower()}
+            if op == "=":
+                allowed = names
+            elif op == "-":
+                allowed -= names
+            else:
+                allowed |= names
+        if scheme in allowed or scheme not in CURL_SCHEMES:
+            return True
+    return False
+
+
 def curl_tags(args):
     body = get = False
     method = None
+    protos = []
     i = 0
     while i < len(args):
         a = args[i]
@@ -131,6 +160,8 @@ def curl_tags(args):
                 method = val
             elif full == "get":
                 get = not neg
+            elif full == "proto" and val is not None:
+                protos.append(val)
             elif full == "config":
                 return {"http:read", "http:write"}
             continue
@@ -177,6 +208,8 @@ def curl_tags(args):
             host = u.split("@", 1)[-1].lower()
             scheme = next((g for g in ("ftp", "dict", "ldap", "imap", "smtp", "pop3")
                            if host.startswith(g + ".")), "http")
+        if not curl_proto_allows(protos, scheme):
+            continue  # curl refuses it before it connects
         if scheme in ("http", "https", "file"):
             tags |= http
         elif scheme in ("ws", "wss"):
