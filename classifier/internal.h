@@ -178,6 +178,7 @@ void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off);
 
 /* Program rules (rules.c): each classifies argv v[0..n) of its program.  0 or -1. */
 int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+int cls_rule_scalar(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
 int cls_rule_httpie(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);

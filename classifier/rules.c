@@ -155,15 +155,23 @@ static size_t first_operand(const struct cls_word *v, size_t n, size_t i)
  * and name are compared without case, as git does. */
 static int git_command_key(const char *k, size_t kl)
 {
+	/* git-config(1) of git 2.47: every key whose value is a program or a shell command
+	 * (attack round 4 added gpg.ssh.defaultKeyCommand, imap.tunnel, sendemail.headerCmd and
+	 * smtpServer, the tools' .path keys, hook.NAME.command) */
 	static const char *const two[] = {"core.editor", "core.pager", "core.sshcommand",
 	        "core.gitproxy", "core.fsmonitor", "core.askpass", "core.alternaterefscommand",
 	        "sequence.editor", "diff.external", "credential.helper", "gpg.program",
 	        "interactive.difffilter", "sendemail.sendmailcmd", "sendemail.tocmd",
-	        "sendemail.cccmd", "uploadpack.packobjectshook", NULL};
+	        "sendemail.cccmd", "sendemail.headercmd", "sendemail.smtpserver",
+	        "uploadpack.packobjectshook", "imap.tunnel", "instaweb.httpd", "instaweb.browser",
+	        "web.browser", NULL};
 	static const char *const three[] = {"diff.command", "diff.textconv", "difftool.cmd",
-	        "mergetool.cmd", "merge.driver", "filter.clean", "filter.smudge", "filter.process",
-	        "credential.helper", "gpg.program", "browser.cmd", "man.cmd", "remote.uploadpack",
-	        "remote.receivepack", "submodule.update", "trailer.command", "trailer.cmd", NULL};
+	        "difftool.path", "mergetool.cmd", "mergetool.path", "merge.driver", "filter.clean",
+	        "filter.smudge", "filter.process", "credential.helper", "gpg.program",
+	        "gpg.defaultkeycommand", "browser.cmd", "browser.path", "man.cmd", "man.path",
+	        "remote.uploadpack", "remote.receivepack", "submodule.update", "trailer.command",
+	        "trailer.cmd", "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd",
+	        "sendemail.headercmd", "sendemail.smtpserver", "hook.command", "guitool.cmd", NULL};
 	const char *d1 = memchr(k, '.', kl);
 	if (d1 == NULL)
 		return 0;
@@ -183,6 +191,23 @@ static int git_command_key(const char *k, size_t kl)
 	return 0;
 }
 
+/* Whether key k makes every later git command a possible fetch: a partial clone's promisor
+ * remote serves each missing object on demand (extensions.partialClone, remote.NAME.promisor,
+ * remote.NAME.partialCloneFilter; attack round 4: git cat-file fetched). */
+static int git_fetch_key(const char *k, size_t kl)
+{
+	if (kl == 23 && strncasecmp(k, "extensions.partialclone", 23) == 0)
+		return 1;
+	if (kl < 7 || strncasecmp(k, "remote.", 7) != 0)
+		return 0;
+	const char *d = k + kl;
+	while (d > k + 7 && d[-1] != '.')
+		d--;
+	size_t nl = (size_t)(k + kl - d);
+	return (nl == 8 && strncasecmp(d, "promisor", 8) == 0) ||
+	       (nl == 18 && strncasecmp(d, "partialclonefilter", 18) == 0);
+}
+
 /* -c KEY=VALUE: a command-valued KEY runs VALUE (with a leading '!' for shell helpers); a
  * key that is not static may be one.  0 or -1. */
 static int git_config_value(struct cls_ctx *c, const struct cls_word *w, size_t voff)
@@ -193,6 +218,8 @@ static int git_config_value(struct cls_ctx *c, const struct cls_word *w, size_t 
 	size_t kl = eq ? (size_t)(eq - s) : len;
 	if (memchr(s, CLS_EXP_MARK, kl) != NULL)
 		return cls_refuse(c, w->off, "git -c key is not static");
+	if (git_fetch_key(s, kl))
+		c->tags |= ALLOW_TAG_GIT_FETCH;
 	/* remote.NAME.url=ext::CMD, url.ext::CMD.insteadOf=...: git runs CMD */
 	if (memmem(s, kl, "ext::", 5) != NULL ||
 	        (eq != NULL && len - kl - 1 >= 5 && memcmp(eq + 1, "ext::", 5) == 0))
@@ -339,6 +366,90 @@ struct git_alias {
 static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const struct cls_word *v,
         size_t n, size_t i, unsigned flags);
 
+/* git config [options] KEY VALUE, and git 2.46's `git config set KEY VALUE': the value stays
+ * in a configuration file, and a later git command on the line runs it as -c would have
+ * (attack round 4: git config core.fsmonitor CMD; git status ran CMD).  So a command key's
+ * value is classified as -c's is, an alias's as the alias it defines, and a partial clone's
+ * keys make a fetch.  Reading, unsetting and listing forms set nothing.  0 or -1. */
+static int git_config_cmd(
+        struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i, unsigned flags)
+{
+	static const char *const lv[] = {
+	        "file", "blob", "type", "default", "comment", "value", NULL};
+	static const char *const reads[] = {"get", "get-all", "get-regexp", "get-urlmatch",
+	        "get-color", "get-colorbool", "unset", "unset-all", "list", "rename-section",
+	        "remove-section", "edit", "show-origin", "show-scope", "name-only", "null", NULL};
+	const struct cls_word *op[2] = {NULL, NULL};
+	size_t nop = 0;
+	int dashdash = 0, first = 1;
+	for (size_t j = i + 1; j < n; j++) {
+		const struct cls_word *w = &v[j];
+		/* options stop at the first operand (the key): a value may start with a dash */
+		if (!dashdash && nop == 0 && w->len > 1 && w->s[0] == '-' &&
+		        !(w->flags & CLS_W_LEADEXP)) {
+			if (cls_word_is(w, "--")) {
+				dashdash = 1;
+				continue;
+			}
+			if (w->s[1] != '-') {
+				/* -f FILE; -l, -e, -z ...: a listing or the editor */
+				if (cls_word_is(w, "-f"))
+					j++;
+				else if (strchr("lez", w->s[1]) != NULL)
+					return 0;
+				continue;
+			}
+			const char *eq = memchr(w->s, '=', w->len);
+			size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+			if (cls_in_list(reads, w->s + 2, nl))
+				return 0;
+			if (!eq && cls_in_list(lv, w->s + 2, nl))
+				j++;
+			continue;
+		}
+		if (first && !(w->flags & CLS_W_EXP) && memchr(w->s, '.', w->len) == NULL) {
+			/* git 2.46's verbs: set KEY VALUE; get, unset, list ... set nothing */
+			first = 0;
+			if (cls_word_is(w, "set"))
+				continue;
+			return 0;
+		}
+		first = 0;
+		if (nop < 2)
+			op[nop] = w;
+		nop++;
+	}
+	if (nop < 2 && !(flags & CLS_C_XARGS))
+		return 0; /* KEY alone reads it */
+	if (op[0] == NULL || op[1] == NULL)
+		return cls_refuse(c, v[i].off, "git config's key or value comes from xargs' input");
+	/* KEY=VALUE, as -c takes it */
+	size_t kl = op[0]->len, vl = op[1]->len;
+	char *kv = cls_alloc(c, kl + vl + 2, op[0]->off);
+	if (kv == NULL)
+		return -1;
+	memcpy(kv, op[0]->s, kl);
+	kv[kl] = '=';
+	memcpy(kv + kl + 1, op[1]->s, vl);
+	kv[kl + vl + 1] = '\0';
+	struct cls_word w = {kv, kl + vl + 1, op[0]->flags | op[1]->flags, op[0]->off};
+	if (memchr(kv, '.', kl) == NULL && memchr(kv, CLS_EXP_MARK, kl) == NULL)
+		return 0; /* not a key: git refuses it */
+	if (git_config_value(c, &w, 0) == -1)
+		return -1;
+	if (kl > 6 && strncasecmp(kv, "alias.", 6) == 0) {
+		/* the alias runs when a later git command names it: what it runs is classified
+		 * (`alias.l = -c core.pager=CMD log'), but its git tags are left to that command,
+		 * which names no subcommand git knows and so gets both */
+		struct git_alias a = {kv + 6, kl - 6, &w, kl + 1};
+		unsigned git = c->tags & (ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH);
+		if (git_run_alias(c, &a, v, i + 1, i, 0) == -1)
+			return -1;
+		c->tags = (c->tags & ~(ALLOW_TAG_GIT_FETCH | ALLOW_TAG_GIT_PUSH)) | git;
+	}
+	return 0;
+}
+
 static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t i, unsigned flags,
         const struct git_alias *aliases, size_t naliases)
 {
@@ -401,6 +512,12 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 				if (cls_word_is(&v[j], "-f") || git_long_is(&v[j], "fetch", 1) ||
 				        (v[j].len > 1 && v[j].s[0] == '-' && v[j].s[1] != '-' &&
 				                memchr(v[j].s, 'f', v[j].len)))
+					c->tags |= ALLOW_TAG_GIT_FETCH;
+		} else if (cls_word_is(op, "set-head")) {
+			/* -a/--auto asks the remote for its HEAD (attack round 4) */
+			for (size_t j = k + 1; j < n; j++)
+				if (cls_word_is(&v[j], "-a") || git_long_is(&v[j], "auto", 1) ||
+				        (v[j].flags & CLS_W_LEADEXP))
 					c->tags |= ALLOW_TAG_GIT_FETCH;
 		} else if (op->flags & CLS_W_EXP) {
 			c->tags |= ALLOW_TAG_GIT_FETCH;
@@ -519,6 +636,8 @@ static int git_sub(struct cls_ctx *c, const struct cls_word *v, size_t n, size_t
 		}
 		return 0;
 	}
+	if (cls_word_is(sub, "config"))
+		return git_config_cmd(c, v, n, i, flags);
 	if (in_set(git_local, sub))
 		return 0;
 	for (size_t a = naliases; a-- > 0;)
@@ -656,6 +775,51 @@ static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const str
 int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	return git_main(c, v, n, flags);
+}
+
+/* scalar (git's large-repository front end, /usr/bin/scalar): clone fetches, register and
+ * reconfigure start git maintenance (its prefetch task fetches), `run fetch` and `run all`
+ * fetch (attack round 4).  -c KEY=VALUE is git's -c.  Any other verb, or one that is not
+ * static, may fetch. */
+int cls_rule_scalar(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const local[] = {"list", "unregister", "delete", "diagnose", "version",
+	        "help", "--help", "-h", NULL};
+	size_t i = 1;
+	while (i < n && v[i].len > 1 && v[i].s[0] == '-' && !(v[i].flags & CLS_W_LEADEXP)) {
+		if (cls_word_is(&v[i], "-c") && i + 1 < n) {
+			if (git_config_value(c, &v[i + 1], 0) == -1)
+				return -1;
+			i += 2;
+		} else if (cls_word_is(&v[i], "-C")) {
+			i += 2;
+		} else if (v[i].s[1] == 'c' && v[i].len > 2) {
+			if (git_config_value(c, &v[i], 2) == -1)
+				return -1;
+			i++;
+		} else {
+			i++;
+		}
+	}
+	if (i >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= ALLOW_TAG_GIT_FETCH;
+		return 0;
+	}
+	const struct cls_word *sub = &v[i];
+	if (in_set(local, sub))
+		return 0;
+	if (cls_word_is(sub, "run")) {
+		size_t k = first_operand(v, n, i + 1);
+		static const char *const quiet[] = {
+		        "config", "commit-graph", "loose-objects", "pack-files", NULL};
+		if (k < n && in_set(quiet, &v[k]))
+			return 0;
+	}
+	if (cls_word_is(sub, "clone"))
+		git_remote_operands(c, v, n, i + 1, "b", 0);
+	c->tags |= ALLOW_TAG_GIT_FETCH;
+	return 0;
 }
 
 /* ---- curl ------------------------------------------------------------------------------- */

@@ -2732,6 +2732,7 @@ RULE(h_ssh, cls_rule_ssh)
 RULE(h_scp, cls_rule_scp)
 RULE(h_rsync, cls_rule_rsync)
 RULE(h_dns, cls_rule_dns)
+RULE(h_scalar, cls_rule_scalar)
 
 struct handler {
 	const char *name; /* program basename */
@@ -2807,6 +2808,7 @@ static const struct handler handlers[] = {
         {"readonly", w_declare},
         {"rsync", h_rsync},
         {"runuser", w_runuser},
+        {"scalar", h_scalar},
         {"scp", h_scp},
         {"script", w_script},
         {"sed", w_sed},
@@ -2879,7 +2881,7 @@ static int cmp_handler(const void *key, const void *elem)
 static int is_network_program(const char *b, size_t bl)
 {
 	static int (*const rules[])(struct cls_ctx *, struct run *) = {
-	        h_git, h_curl, h_wget, h_httpie, h_gh, h_ssh, h_scp, h_rsync, h_dns};
+	        h_git, h_curl, h_wget, h_httpie, h_gh, h_ssh, h_scp, h_rsync, h_dns, h_scalar};
 	const struct handler *h =
 	        bsearch(b, handlers, sizeof handlers / sizeof handlers[0], sizeof handlers[0],
 	                cmp_handler);

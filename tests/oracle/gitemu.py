@@ -16,17 +16,21 @@ COMMAND_KEYS = {
     "core.askpass", "core.alternaterefscommand", "sequence.editor", "diff.external",
     "credential.helper", "gpg.program", "interactive.difffilter", "sendemail.sendmailcmd",
     "sendemail.tocmd", "sendemail.cccmd", "uploadpack.packobjectshook",
+    "sendemail.headercmd", "sendemail.smtpserver", "imap.tunnel", "instaweb.httpd",
+    "instaweb.browser", "web.browser",
 }
 COMMAND_SUBKEYS = {  # section -> keys under section.NAME.key
     "pager": None,  # pager.CMD = command
-    "diff": {"command", "textconv"}, "difftool": {"cmd"}, "mergetool": {"cmd"},
+    "diff": {"command", "textconv"}, "difftool": {"cmd", "path"}, "mergetool": {"cmd", "path"},
     "merge": {"driver"}, "filter": {"clean", "smudge", "process"}, "credential": {"helper"},
-    "gpg": {"program"}, "browser": {"cmd"}, "man": {"cmd"}, "remote": {"uploadpack", "receivepack"},
-    "submodule": {"update"}, "trailer": {"command", "cmd"},
+    "gpg": {"program", "defaultkeycommand"}, "browser": {"cmd", "path"}, "man": {"cmd", "path"},
+    "remote": {"uploadpack", "receivepack"}, "submodule": {"update"},
+    "trailer": {"command", "cmd"}, "hook": {"command"}, "guitool": {"cmd"},
+    "sendemail": {"sendmailcmd", "tocmd", "cccmd", "headercmd", "smtpserver"},
 }
 ENV_COMMANDS = ["GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER",
                 "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR",
-                "VISUAL", "PAGER"]
+                "VISUAL", "PAGER", "WGET_ASKPASS"]
 
 
 def is_command_key(key):
