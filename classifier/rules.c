@@ -1605,12 +1605,62 @@ int cls_rule_gh(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			c->tags |= ALLOW_TAG_HTTP_READ;
 		return 0;
 	}
+	size_t k = first_operand(v, n, i + 1);
+	const struct cls_word *verb = k < n ? &v[k] : NULL;
+	if (cls_word_is(sub, "alias") && verb != NULL &&
+	        (cls_word_is(verb, "set") || cls_word_is(verb, "import"))) {
+		/* gh alias set [--shell] NAME EXPANSION: a later `gh NAME' runs EXPANSION, as sh
+		 * -c with --shell or a leading `!', else as gh's own words (attack round 4);
+		 * import reads aliases from a file or standard input: refused */
+		if (cls_word_is(verb, "import"))
+			return cls_refuse(c, verb->off, "gh alias import: aliases out of sight");
+		int shell = 0;
+		const struct cls_word *ops[2] = {NULL, NULL};
+		size_t nops = 0;
+		for (size_t j = k + 1; j < n; j++) {
+			if (cls_word_is(&v[j], "-s") || cls_word_is(&v[j], "--shell"))
+				shell = 1;
+			else if (cls_word_is(&v[j], "--clobber"))
+				continue;
+			else if (nops < 2)
+				ops[nops++] = &v[j];
+		}
+		if (nops < 2)
+			return 0;
+		const struct cls_word *x = ops[1];
+		if (x->flags & CLS_W_EXP)
+			return cls_refuse(c, x->off, "gh alias expansion is not static");
+		if (x->len > 0 && x->s[0] == '!')
+			return cls_run_script(c, x->s + 1, x->len - 1, x->off, 0);
+		if (shell)
+			return cls_run_script(c, x->s, x->len, x->off, 0);
+		char *buf = cls_alloc(c, x->len + 4, x->off);
+		if (buf == NULL)
+			return -1;
+		memcpy(buf, "gh ", 3);
+		memcpy(buf + 3, x->s, x->len);
+		buf[x->len + 3] = '\0';
+		return cls_run_script(c, buf, x->len + 3, x->off, 0);
+	}
 	static const char *const none[] = {
 	        "help", "version", "completion", "config", "alias", "--version", "--help", NULL};
 	if (in_set(none, sub))
 		return 0;
-	size_t k = first_operand(v, n, i + 1);
-	const struct cls_word *verb = k < n ? &v[k] : NULL;
+	if (cls_word_is(sub, "repo") && verb != NULL && cls_word_is(verb, "create"))
+		for (size_t j = k + 1; j < n; j++)
+			if (cls_word_is(&v[j], "--push") || (v[j].flags & CLS_W_LEADEXP))
+				c->tags |= ALLOW_TAG_GIT_PUSH; /* pushes the --source repository */
+	if (cls_word_is(sub, "repo") && verb != NULL && cls_word_is(verb, "sync")) {
+		/* a destination repository (a fork on the server): the merge-upstream API, a
+		 * POST; none is the local repository, which git fetches into */
+		static const char *const lv[] = {"branch", "source", NULL};
+		static const struct cls_opts spec = {"bs", NULL, lv, 0, 0};
+		for (size_t j = k + 1; j < n; j++) {
+			j = cls_opts_walk(v, n, j, &spec, NULL, NULL, NULL);
+			if (j < n)
+				c->tags |= ALLOW_TAG_HTTP_WRITE;
+		}
+	}
 	static const char *const fetchers[] = {"clone", "checkout", "sync", "fork", NULL};
 	static const char *const reads[] = {"list", "view", "status", "diff", "checks", "download",
 	        "watch", "browse", "search", "ls", NULL};
@@ -1812,13 +1862,55 @@ static const char *const rsync_lv[] = {"rsh", "rsync-path", "exclude", "include"
         "block-size", "temp-dir", "remote-option", "modify-window", "max-alloc", "early-input",
         NULL};
 
+/* rsync -e/--rsh COMMAND: rsync runs COMMAND HOST rsync --server ... to reach the remote
+ * (attack round 4: -e 'git push').  ssh there is the transport the rule's ssh:write already
+ * stands for; its options are still checked (ProxyCommand ...). */
+struct rsync_state {
+	struct cls_ctx *c;
+	int rc;
+};
+
+static int rsync_opt(void *arg, const struct cls_opt *o)
+{
+	struct rsync_state *st = arg;
+	int rsh = o->c == 'e' || (o->c == 0 && o->ll == 3 && memcmp(o->l, "rsh", 3) == 0);
+	if (!rsh || o->val == NULL)
+		return 0;
+	size_t off = o->vw != NULL ? o->vw->off : 0;
+	if (memchr(o->val, CLS_EXP_MARK, o->vlen) != NULL) {
+		st->rc = cls_refuse(st->c, off, "rsync -e command is not static");
+		return 1;
+	}
+	unsigned before = st->c->tags;
+	if (cls_run_script(st->c, o->val, o->vlen, off, CLS_C_PIPED | CLS_C_XARGS) == -1) {
+		st->rc = -1;
+		return 1;
+	}
+	/* the transport itself: `ssh HOST' is the ssh:write rsync is given */
+	size_t b = 0;
+	while (b < o->vlen && o->val[b] == ' ')
+		b++;
+	size_t e = b;
+	while (e < o->vlen && o->val[e] != ' ')
+		e++;
+	size_t p = e;
+	while (p > b && o->val[p - 1] != '/')
+		p--;
+	if (e - p == 3 && memcmp(o->val + p, "ssh", 3) == 0 && !(before & ALLOW_TAG_SSH_READ))
+		st->c->tags &= ~ALLOW_TAG_SSH_READ;
+	return 0;
+}
+
 int cls_rule_rsync(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
 	static const struct cls_opts spec = {"efBTM@", NULL, rsync_lv, 0, 0};
 	int remote = (flags & CLS_C_XARGS) != 0;
+	struct rsync_state st = {c, 0};
 	size_t i = 1;
 	while (i < n) {
-		i = cls_opts_walk(v, n, i, &spec, NULL, NULL, NULL);
+		i = cls_opts_walk(v, n, i, &spec, rsync_opt, &st, NULL);
+		if (st.rc == -1)
+			return -1;
 		if (i >= n)
 			break;
 		const struct cls_word *w = &v[i++];

@@ -547,16 +547,21 @@ static const struct api python_api[] = {
         {"SMTPHandler", CODE_NET},
         {"SocketHandler", CODE_NET}, /* logging.handlers */
         {"SysLogHandler", CODE_NET},
+        {"UnsafeLoader", CODE_EXEC}, /* yaml.load(..., Loader=UnsafeLoader) */
         {"__builtins__", CODE_EXEC},
         {"__dict__", CODE_EXEC}, /* os.__dict__[...] */
         {"__import__", CODE_EXEC},
+        {"_pickle", CODE_EXEC},
         {"aiohttp", CODE_NET},
         {"asyncssh", CODE_NET},
         {"builtins", CODE_EXEC},
+        {"cPickle", CODE_EXEC},
+        {"cloudpickle", CODE_EXEC},
         {"create_connection", CODE_NET},
         {"create_subprocess_exec", CODE_EXEC},
         {"create_subprocess_shell", CODE_EXEC},
         {"ctypes", CODE_EXEC},
+        {"dill", CODE_EXEC},
         {"eval", CODE_EXEC},
         {"exec", CODE_EXEC},
         {"execl", CODE_EXEC},
@@ -576,10 +581,13 @@ static const struct api python_api[] = {
         {"httpx", CODE_NET},
         {"imaplib", CODE_NET},
         {"importlib", CODE_EXEC},
+        {"jsonpickle", CODE_EXEC},
         {"multiprocessing", CODE_NET}, /* multiprocessing.connection.Client */
         {"nntplib", CODE_NET},
         {"open_connection", CODE_NET},
         {"paramiko", CODE_NET},
+        {"pickle", CODE_EXEC}, /* loads() runs what the data names (attack round 4) */
+        {"pip", CODE_EXEC},    /* pip.main([...]) installs */
         {"pipepager", CODE_EXEC},
         {"popen", CODE_EXEC},
         {"poplib", CODE_NET},
@@ -591,6 +599,7 @@ static const struct api python_api[] = {
         {"pydoc", CODE_EXEC}, /* pydoc.pipepager runs a command */
         {"requests", CODE_NET},
         {"runpy", CODE_EXEC},
+        {"shelve", CODE_EXEC}, /* pickles */
         {"smtplib", CODE_NET},
         {"socket", CODE_NET},
         {"spawnl", CODE_EXEC},
@@ -601,12 +610,14 @@ static const struct api python_api[] = {
         {"system", 0}, /* os.system runs a command, platform.system() does not */
         {"telnetlib", CODE_NET},
         {"tempfilepager", CODE_EXEC},
+        {"unsafe_load", CODE_EXEC},
+        {"upgrade_deps", CODE_EXEC}, /* venv.create(..., upgrade_deps=True) runs pip */
         {"urllib", CODE_NET},
         {"urllib2", CODE_NET},
         {"urllib3", CODE_NET},
         {"urlopen", CODE_NET},
         {"urlretrieve", CODE_NET},
-        {"vars", CODE_EXEC}, /* vars(os)[...] */
+        {"vars", CODE_EXEC},       /* vars(os)[...] */
         {"webbrowser", CODE_EXEC}, /* runs $BROWSER */
         {"websocket", CODE_NET},
         {"websockets", CODE_NET},
@@ -646,8 +657,11 @@ static const struct api js_api[] = {
 };
 
 static const struct api perl_api[] = {
+        {"CPAN", CODE_EXEC}, /* runs wget, curl, lftp, make (attack round 4) */
+        {"CPANPLUS", CODE_EXEC},
         {"Curl", CODE_NET},
         {"FTP", CODE_NET},
+        {"Fetch", CODE_EXEC}, /* File::Fetch runs wget, curl, lftp */
         {"Furl", CODE_NET},
         {"HTTP", CODE_NET},
         {"IPC", CODE_EXEC}, /* IPC::Open2, IPC::Open3, IPC::Cmd, IPC::Run */
@@ -880,6 +894,12 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 	/* file_get_contents("https://..."), or of a variable that may hold a URL */
 	if (lang == LANG_PHP && fileapi && (url || dollar))
 		what |= CODE_NET;
+	/* node imports a data: URL as a module (--import, --loader, import("data:..."), its
+	 * text base64- or percent-encoded): code the scan cannot read (attack round 4) */
+	if (lang == LANG_JS)
+		for (size_t i = 0; i + 5 <= len; i++)
+			if ((s[i] | 0x20) == 'd' && strncasecmp(s + i, "data:", 5) == 0)
+				what |= CODE_EXEC;
 	/* perl open(F, "cmd |") or open(F, "-|", ...), ruby open("| cmd") */
 	if ((lang == LANG_PERL || lang == LANG_RUBY) && fileapi && pipe)
 		what |= CODE_EXEC;
@@ -1556,6 +1576,51 @@ static int t_npm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 		package_tags(c, R, ALLOW_REG_NPM, replaced);
 		return run_after(c, v, n, k + 1, flags, 1);
 	}
+	/* npm explore PKG -- CMD runs CMD in a shell; `npm run env ARGS' runs npm's built-in
+	 * env script, which is `env ARGS' (attack round 4: npm run env -- git push) */
+	static const char *const runs[] = {"run", "run-script", "rum", "urn", NULL};
+	if (cls_word_is(verb, "explore") || word_in(verb, runs)) {
+		size_t s = verb_at(v + k, n - k, "w", npm_lv) + k;
+		int env = s < n && cls_word_is(&v[s], "env") && word_in(verb, runs);
+		if (s < n && (env || cls_word_is(verb, "explore"))) {
+			size_t j = s + 1;
+			while (j < n && !cls_word_is(&v[j], "--") && v[j].len > 1 &&
+			        v[j].s[0] == '-')
+				j++;
+			if (j < n && cls_word_is(&v[j], "--"))
+				j++;
+			if (j >= n)
+				return 0;
+			if (env) {
+				struct cls_word *nv =
+				        cls_alloc(c, (n - j + 1) * sizeof *nv, v[s].off);
+				if (nv == NULL)
+					return -1;
+				nv[0] = v[s];
+				memcpy(nv + 1, v + j, (n - j) * sizeof *nv);
+				return run_nested(c, nv, n - j + 1, flags);
+			}
+			char *text;
+			size_t tl = 0;
+			for (size_t i = j; i < n; i++) {
+				if (v[i].flags & CLS_W_EXP)
+					return cls_refuse(
+					        c, v[i].off, "npm explore command is not static");
+				tl += v[i].len + 1;
+			}
+			text = cls_alloc(c, tl + 1, v[j].off);
+			if (text == NULL)
+				return -1;
+			tl = 0;
+			for (size_t i = j; i < n; i++) {
+				memcpy(text + tl, v[i].s, v[i].len);
+				tl += v[i].len;
+				text[tl++] = ' ';
+			}
+			text[tl - 1] = '\0';
+			return cls_run_script(c, text, tl - 1, v[j].off, 0);
+		}
+	}
 	if (word_in(verb, listing)) {
 		tags = npm_sub_listing(v, n, k);
 	} else if (cls_word_is(verb, "cache")) {
@@ -1778,6 +1843,15 @@ static int t_pip(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 	if (v[k].flags & CLS_W_EXP)
 		return cls_refuse(c, v[k].off, "pip verb is not static");
 	unsigned tags = verb_tags(verbs, &v[k]);
+	/* pip list --outdated/-o/--uptodate/-u asks the index for each package (attack round 4) */
+	if (cls_word_is(&v[k], "list"))
+		for (size_t i = k + 1; i < n; i++)
+			if ((v[i].len > 1 && v[i].s[0] == '-' && v[i].s[1] != '-' &&
+			            strpbrk(v[i].s, "ou") != NULL) ||
+			        (v[i].len > 4 &&
+			                (strncmp(v[i].s, "--outdated", v[i].len) == 0 ||
+			                        strncmp(v[i].s, "--uptodate", v[i].len) == 0)))
+				tags = R;
 	/* pip install https://h.test/x.whl or git+https://...: that host too */
 	if (tags != 0)
 		for (size_t i = k + 1; i < n; i++)
@@ -2032,6 +2106,19 @@ static int python_module(struct cls_ctx *c, const struct cls_word *mod, const st
 		return t_hatch(c, v, n, flags);
 	if (cls_word_is(mod, "flit"))
 		return t_flit(c, v, n, flags);
+	if (cls_word_is(mod, "venv") || cls_word_is(mod, "virtualenv")) {
+		/* --upgrade-deps (argparse takes a prefix longer than --upgrade) runs pip
+		 * install --upgrade pip (attack round 4); virtualenv's --download too */
+		for (size_t i = 1; i < n; i++)
+			if ((v[i].len > 10 && v[i].len <= 14 &&
+			            memcmp(v[i].s, "--upgrade-deps", v[i].len) == 0) ||
+			        (v[i].len > 5 && v[i].len <= 10 &&
+			                memcmp(v[i].s, "--download", v[i].len) == 0) ||
+			        (v[i].flags & CLS_W_LEADEXP))
+				package_tags(c, R, ALLOW_REG_PYPI,
+				        pypi_env(c, pip_env_replace, pip_env_add));
+		return 0;
+	}
 	/* the standard library's network clients, run as programs (a server such as
 	 * http.server stays none, as the public sample answers) */
 	static const char *const netmods[] = {"ftplib", "smtplib", "telnetlib", "poplib",
@@ -2100,6 +2187,33 @@ static int t_cargo(struct cls_ctx *c, const struct cls_word *v, size_t n, unsign
 	}
 	if (v[k].flags & CLS_W_EXP)
 		return cls_refuse(c, v[k].off, "cargo verb is not static");
+	/* --config KEY=VALUE (or a file) may name a program cargo runs: a target's runner or
+	 * linker, rustc, rustdoc or a wrapper, an alias (attack round 4) */
+	static const char *const runs[] = {
+	        "runner", "linker", "rustc", "rustdoc", "wrapper", "alias", NULL};
+	for (size_t i = 1; i < n && !cls_word_is(&v[i], "--"); i++) {
+		const struct cls_word *val = NULL;
+		struct cls_word att;
+		if (cls_word_is(&v[i], "--config") && i + 1 < n) {
+			val = &v[++i];
+		} else if (starts_with(&v[i], "--config=")) {
+			att = v[i];
+			att.s += 9;
+			att.len -= 9;
+			val = &att;
+		}
+		if (val == NULL)
+			continue;
+		int hit = memchr(val->s, CLS_EXP_MARK, val->len) != NULL ||
+		          memchr(val->s, '=', val->len) == NULL; /* a file */
+		for (size_t r = 0; runs[r] != NULL && !hit; r++)
+			hit = memmem(val->s, val->len, runs[r], strlen(runs[r])) != NULL;
+		if (hit)
+			return cls_refuse(c, val->off,
+			        "cargo --config may name a program cargo runs (runner, linker, "
+			        "rustc "
+			        "wrapper): refused");
+	}
 	unsigned tags = verb_tags(verbs, &v[k]);
 	if (offline && !(tags & W))
 		tags = 0;
@@ -3250,8 +3364,256 @@ static int t_kubectl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsi
 	return 0;
 }
 
+/* ---- network programs of attack round 4 ---- */
+
+/* delv, mdig, kdig, drill (dig's syntax), nsupdate, dnsperf, resperf: name lookups and
+ * updates. */
+static int t_dnstool(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const diglike[] = {"delv", "mdig", "kdig", "drill", "khost", NULL};
+	size_t bl;
+	const char *b = v[0].s;
+	for (const char *p = v[0].s; p < v[0].s + v[0].len; p++)
+		if (*p == '/')
+			b = p + 1;
+	bl = (size_t)(v[0].s + v[0].len - b);
+	if (cls_in_list(diglike, b, bl))
+		return cls_rule_dns(c, v, n, flags);
+	c->tags |= ALLOW_TAG_DNS;
+	return 0;
+}
+
+/* ssh-keyscan HOST...: it opens SSH connections and reads the host keys. */
+static int t_keyscan(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const struct cls_opts spec = {"fOpTt", NULL, NULL, 0, 0};
+	c->tags |= ALLOW_TAG_SSH_READ;
+	for (size_t i = operand(v, n, 1, &spec); i < n; i++)
+		if (!(v[i].flags & CLS_W_EXP))
+			cls_add_host(c, v[i].s, v[i].len);
+	return 0;
+}
+
+/* ping, traceroute, arping, rdate, ntpdate, whois, nmap, ...: packets that are not HTTP. */
+static int t_rawnet(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)v;
+	(void)flags;
+	if (n > 1)
+		c->tags |= ALLOW_TAG_NET_RAW;
+	return 0;
+}
+
+/* corepack: fetches the package manager a project names (corepack pnpm@8 ..., install,
+ * prepare, use, up); enable and disable only write shims. */
+static int t_corepack(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const local[] = {
+	        "enable", "disable", "help", "--help", "-h", "--version", "-v", NULL};
+	size_t k = verb_at(v, n, "", NULL);
+	if (k >= n && !(flags & CLS_C_XARGS))
+		return 0;
+	if (k < n && word_in(&v[k], local))
+		return 0;
+	package_tags(c, R, ALLOW_REG_NPM, 0);
+	return 0;
+}
+
+/* rustup: toolchains, components and targets come from static.rust-lang.org (http:read);
+ * `rustup run TOOLCHAIN CMD' runs CMD (attack round 4). */
+static int t_rustup(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const local[] = {"show", "which", "doc", "man", "completions", "help",
+	        "override", "set", "--version", "-V", "--help", "-h", NULL};
+	static const char *const lists[] = {"list", "remove", "uninstall", "link", NULL};
+	size_t k = verb_at(v, n, "", NULL);
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= R;
+		return 0;
+	}
+	const struct cls_word *verb = &v[k];
+	if (verb->flags & CLS_W_EXP)
+		return cls_refuse(c, verb->off, "rustup verb is not static");
+	if (word_in(verb, local))
+		return 0;
+	size_t m = verb_at(v + k, n - k, "", NULL) + k;
+	if (cls_word_is(verb, "run")) {
+		/* run [--install] TOOLCHAIN CMD... */
+		for (size_t i = k + 1; i < m; i++)
+			if (cls_word_is(&v[i], "--install"))
+				c->tags |= R;
+		if (m + 1 >= n)
+			return 0;
+		size_t cmd = m + 1;
+		if (cls_word_is(&v[cmd], "--"))
+			cmd++;
+		return run_nested(c, v + cmd, n - cmd, flags);
+	}
+	if ((cls_word_is(verb, "toolchain") || cls_word_is(verb, "component") ||
+	            cls_word_is(verb, "target") || cls_word_is(verb, "self")) &&
+	        m < n && word_in(&v[m], lists))
+		return 0;
+	c->tags |= R; /* install, update, default, check, toolchain install, ... */
+	return 0;
+}
+
+/* gpg: key server and web key directory commands (any unique prefix, as gpg's parser
+ * takes): --recv-keys and the other lookups read, --send-keys writes. */
+static int t_gpg(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	static const char *const reads[] = {"recv-keys", "receive-keys", "fetch-keys",
+	        "search-keys", "refresh-keys", "locate-keys", "locate-external-keys",
+	        "auto-key-locate", "auto-key-retrieve", NULL};
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->flags & CLS_W_LEADEXP) {
+			c->tags |= RW;
+			continue;
+		}
+		if (w->len < 6 || w->s[0] != '-' || w->s[1] != '-')
+			continue;
+		const char *nm = w->s + 2;
+		const char *eq = memchr(nm, '=', w->len - 2);
+		size_t nl = eq ? (size_t)(eq - nm) : w->len - 2;
+		if (nl >= 4 && nl <= 9 && memcmp(nm, "send-keys", nl) == 0)
+			c->tags |= W;
+		for (size_t k = 0; reads[k] != NULL; k++)
+			if (nl >= 4 && nl <= strlen(reads[k]) && memcmp(nm, reads[k], nl) == 0)
+				c->tags |= R;
+	}
+	return 0;
+}
+
+/* cpan, cpanm: modules come from CPAN mirrors (http:read). */
+static int t_cpan(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)v;
+	(void)flags;
+	if (n > 1 || (flags & CLS_C_XARGS) || v[0].len == 4)
+		c->tags |= R; /* `cpan' alone is CPAN's shell */
+	return 0;
+}
+
+/* terraform, tofu: init and get download providers and modules (a module source may be
+ * git::..., run through git); plan, apply and the rest talk to the providers' and the state
+ * backend's APIs; fmt, validate and graph are local. */
+static int t_terraform(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	static const char *const local[] = {"fmt", "validate", "graph", "version", "-version",
+	        "--version", "-help", "--help", "-h", "help", NULL};
+	static const char *const fetch[] = {"init", "get", NULL};
+	size_t k = 1;
+	while (k < n && v[k].len > 1 && v[k].s[0] == '-' && !(v[k].flags & CLS_W_LEADEXP) &&
+	        !word_in(&v[k], local))
+		k++; /* -chdir=DIR */
+	if (k >= n) {
+		if (flags & CLS_C_XARGS)
+			c->tags |= RW | ALLOW_TAG_GIT_FETCH;
+		return 0;
+	}
+	if (v[k].flags & CLS_W_EXP)
+		return cls_refuse(c, v[k].off, "terraform verb is not static");
+	if (word_in(&v[k], local))
+		return 0;
+	if (word_in(&v[k], fetch))
+		c->tags |= R | ALLOW_TAG_GIT_FETCH;
+	else
+		c->tags |= RW;
+	return 0;
+}
+
+/* zip -TT CMD / --unzip-command CMD: zip's test of the archive runs CMD with the archive's
+ * name appended, through the shell (attack round 4). */
+static int t_zip(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (cls_word_is(w, "--"))
+			break;
+		struct cls_word cmd;
+		if ((cls_word_is(w, "-TT") ||
+		            (w->len >= 8 && w->len <= 15 &&
+		                    memcmp(w->s, "--unzip-command", w->len) == 0)) &&
+		        i + 1 < n) {
+			cmd = v[++i];
+		} else if (w->len > 3 && memcmp(w->s, "-TT", 3) == 0) {
+			cmd = *w;
+			cmd.s += 3;
+			cmd.len -= 3;
+			if (cmd.s[0] == '=') {
+				cmd.s++;
+				cmd.len--;
+			}
+		} else if (w->len > 16 && memcmp(w->s, "--unzip-command=", 16) == 0) {
+			cmd = *w;
+			cmd.s += 16;
+			cmd.len -= 16;
+		} else {
+			continue;
+		}
+		if (run_script_word(c, &cmd, "zip's unzip command") == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* man -P PAGER / --pager=PAGER, -H[BROWSER] / --html[=BROWSER]: man runs the command (on a
+ * terminal; attack round 4).  MANPAGER is a command variable (wrappers.c). */
+static int t_man(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (cls_word_is(w, "--"))
+			break;
+		if (w->len < 2 || w->s[0] != '-')
+			continue;
+		struct cls_word cmd = *w;
+		if (w->s[1] == '-') {
+			const char *eq = memchr(w->s, '=', w->len);
+			size_t nl = eq ? (size_t)(eq - w->s - 2) : w->len - 2;
+			int pager = nl >= 2 && nl <= 5 && memcmp(w->s + 2, "pager", nl) == 0;
+			int html = nl >= 2 && nl <= 4 && memcmp(w->s + 2, "html", nl) == 0;
+			if (!pager && !html)
+				continue;
+			if (eq != NULL) {
+				cmd.s = eq + 1;
+				cmd.len = w->len - (size_t)(eq + 1 - w->s);
+			} else if (pager && i + 1 < n) {
+				cmd = v[++i];
+			} else {
+				continue;
+			}
+		} else {
+			const char *p = memchr(w->s, 'P', w->len);
+			const char *h = memchr(w->s, 'H', w->len);
+			const char *o = p != NULL && (h == NULL || p < h) ? p : h;
+			if (o == NULL)
+				continue;
+			if (o + 1 < w->s + w->len) {
+				cmd.s = o + 1;
+				cmd.len = (size_t)(w->s + w->len - o - 1);
+			} else if (o == p && i + 1 < n) {
+				cmd = v[++i];
+			} else {
+				continue;
+			}
+		}
+		if (run_script_word(c, &cmd, "man's pager or browser") == -1)
+			return -1;
+	}
+	return 0;
+}
+
 #undef R
 #undef W
+
 struct tool {
 	const char *name; /* program basename */
 	int (*fn)(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
@@ -3263,6 +3625,7 @@ static const struct tool tools[] = {
         {"apt", t_apt},
         {"apt-get", t_apt},
         {"aptitude", t_apt},
+        {"arping", t_rawnet},
         {"aws", t_aws},
         {"az", t_az},
         {"brew", t_brew},
@@ -3273,10 +3636,17 @@ static const struct tool tools[] = {
         {"bunx", t_bunx},
         {"cargo", t_cargo},
         {"composer", t_composer},
+        {"corepack", t_corepack},
+        {"cpan", t_cpan},
+        {"cpanm", t_cpan},
+        {"delv", t_dnstool},
         {"deno", t_deno},
         {"dnf", t_dnf},
+        {"dnsperf", t_dnstool},
         {"docker", t_docker},
+        {"drill", t_dnstool},
         {"flit", t_flit},
+        {"fping", t_rawnet},
         {"ftp", t_ftp},
         {"ftpget", t_ftpput},
         {"ftpput", t_ftpput},
@@ -3284,6 +3654,8 @@ static const struct tool tools[] = {
         {"gem", t_gem},
         {"gnutls-cli", t_gnutls_cli},
         {"go", t_go},
+        {"gpg", t_gpg},
+        {"gpg2", t_gpg},
         {"gradle", t_gradle},
         {"gradlew", t_gradle},
         {"grpcurl", t_grpcurl},
@@ -3291,15 +3663,22 @@ static const struct tool tools[] = {
         {"hatch", t_hatch},
         {"helm", t_helm},
         {"hg", t_hg},
+        {"hping3", t_rawnet},
+        {"kdig", t_dnstool},
+        {"khost", t_dnstool},
+        {"knsupdate", t_dnstool},
         {"kubectl", t_kubectl},
         {"lftp", t_lftp},
+        {"man", t_man},
         {"mariadb", t_sql_client},
+        {"mdig", t_dnstool},
         {"microdnf", t_dnf},
         {"mongo", t_mongo},
         {"mongodump", t_mongo},
         {"mongorestore", t_mongo},
         {"mongosh", t_mongo},
         {"msmtp", t_mailer},
+        {"mtr", t_rawnet},
         {"mvn", t_mvn},
         {"mvnw", t_mvn},
         {"mysql", t_sql_client},
@@ -3308,15 +3687,22 @@ static const struct tool tools[] = {
         {"ncat", t_nc},
         {"nerdctl", t_docker},
         {"netcat", t_nc},
+        {"nmap", t_rawnet},
         {"node", t_node},
         {"nodejs", t_node},
+        {"nping", t_rawnet},
         {"npm", t_npm},
+        {"nsupdate", t_dnstool},
+        {"ntpd", t_rawnet},
+        {"ntpdate", t_rawnet},
         {"openssl", t_openssl},
         {"perl", t_perl},
         {"pg_dump", t_sql_client},
         {"pg_dumpall", t_sql_client},
         {"pg_restore", t_sql_client},
         {"php", t_php},
+        {"ping", t_rawnet},
+        {"ping6", t_rawnet},
         {"pip", t_pip},
         {"pipx", t_pipx},
         {"pnpm", t_pnpm},
@@ -3326,20 +3712,34 @@ static const struct tool tools[] = {
         {"pypy", t_python},
         {"python", t_python},
         {"rclone", t_rclone},
+        {"rdate", t_rawnet},
         {"redis-cli", t_redis_cli},
+        {"resperf", t_dnstool},
         {"ruby", t_ruby},
+        {"rustup", t_rustup},
         {"sendmail", t_mailer},
         {"skopeo", t_skopeo},
+        {"sntp", t_rawnet},
         {"socat", t_socat},
         {"ssh-copy-id", t_ssh_copy_id},
+        {"ssh-keyscan", t_keyscan},
+        {"ssl_client", t_rawnet},
         {"svn", t_svn},
         {"swaks", t_mailer},
         {"telnet", t_telnet},
+        {"terraform", t_terraform},
         {"tftp", t_tftp},
+        {"tofu", t_terraform},
+        {"tracepath", t_rawnet},
+        {"traceroute", t_rawnet},
+        {"traceroute6", t_rawnet},
         {"twine", t_twine},
+        {"udhcpc", t_rawnet},
         {"websocat", t_websocat},
+        {"whois", t_rawnet},
         {"yarn", t_yarn},
         {"yum", t_dnf},
+        {"zip", t_zip},
 };
 
 /* The tool named name (NUL-terminated), or NULL.  A binary search that compares the first

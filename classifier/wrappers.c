@@ -991,9 +991,12 @@ static const char *const cgexec_lv[] = {"sticky", NULL};
 static const char *const runcon_lv[] = {"user", "role", "type", "range", NULL};
 static const char *const cpulimit_lv[] = {"limit", "pid", "exe", "path", "cpu", NULL};
 static const char *const cpulimit_lno[] = {"pid", "exe", "path", NULL};
+static const char *const choom_lv[] = {"adjust", "pid", NULL};
+static const char *const choom_lno[] = {"pid", NULL};
 
 static const struct wrapspec wrapspecs[] = {
         {"cgexec", "g", NULL, cgexec_lv + 1, NULL, NULL, 0, 0},
+        {"choom", "np", NULL, choom_lv, "p", choom_lno, 0, 0},
         {"chronic", "", NULL, NULL, NULL, NULL, 0, 0},
         {"cpulimit", "lpeP", NULL, cpulimit_lv, "pe", cpulimit_lno, 0, 0},
         {"dbus-run-session", "", NULL, dbus_lv, NULL, NULL, 0, 0},
@@ -1156,6 +1159,61 @@ static int holds_any(const char *t, size_t n, const char *const *needles)
 	return 0;
 }
 
+/* make VAR=VALUE: the value goes into recipes, make's built-in rules among them, and the
+ * recipe runs through SHELL with .SHELLFLAGS (attack round 4: make CC='curl ...' x, make
+ * SHELL=/usr/bin/git .SHELLFLAGS=push x.o, make CC=git CFLAGS=push x each ran git or curl
+ * with no makefile).  A program variable's value is classified as the command it starts,
+ * with further words unknown; SHELL may name a shell; any value holding what the shell
+ * reads as more than words (; | & ` $( < > a newline or quotes) is refused. */
+static int make_variable(struct cls_ctx *c, const struct cls_word *w, size_t nl)
+{
+	static const char *const progs[] = {"AR", "AS", "CC", "CXX", "CPP", "FC", "PC", "LD", "LEX",
+	        "YACC", "RM", "M2C", "CO", "GET", "LINT", "MAKEINFO", "TEX", "TEXI2DVI", "WEAVE",
+	        "CWEAVE", "TANGLE", "CTANGLE", "MAKE", "OBJC", "GO", "RUSTC", NULL};
+	const char *val = w->s + nl + 1;
+	size_t vl = w->len - nl - 1;
+	const char *name = w->s;
+	if (nl > 0 && (name[nl - 1] == ':' || name[nl - 1] == '+' || name[nl - 1] == '?' ||
+	                      name[nl - 1] == '!'))
+		nl--; /* VAR:=VALUE, VAR+=VALUE, ... */
+	if (w->flags & CLS_W_DL)
+		return refuse_program(c, w->off, 1, "a make variable");
+	int prog = cls_in_list(progs, name, nl);
+	/* an expansion (PREFIX=$HOME/.local, CFLAGS="$CFLAGS") is taken as words: its value
+	 * comes from the environment, unless it names a program */
+	for (size_t i = 0; i < vl; i++)
+		if (strchr(";|&`<>\n\"'", val[i]) != NULL || (prog && val[i] == CLS_EXP_MARK) ||
+		        (val[i] == '$' && i + 1 < vl && val[i + 1] == '('))
+			return cls_refuse(c, w->off,
+			        "make %.*s= holds text the recipe's shell reads as more than "
+			        "words: "
+			        "refused",
+			        (int)nl, name);
+	if (name_is(name, nl, "SHELL")) {
+		size_t vb;
+		struct cls_word sw = {val, vl, 0, w->off};
+		const char *sb = word_base(&sw, &vb);
+		static const char *const shells[] = {
+		        "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", NULL};
+		if (memchr(val, ' ', vl) == NULL && cls_in_list(shells, sb, vb))
+			return 0;
+		return cls_refuse(c, w->off, "make SHELL= other than a shell: refused");
+	}
+	if (name_is(name, nl, ".SHELLFLAGS")) {
+		/* options only: another word is a script or command for the shell */
+		for (size_t i = 0; i < vl; i++)
+			if ((i == 0 || val[i - 1] == ' ') && val[i] != ' ' && val[i] != '-' &&
+			        !(i >= 3 && memcmp(val + i - 3, "-o ", 3) == 0))
+				return cls_refuse(
+				        c, w->off, "make .SHELLFLAGS with operands: refused");
+		return 0;
+	}
+	if (!prog || vl == 0)
+		return 0;
+	/* the recipe appends flags and files: words the line does not give here */
+	return cls_run_script(c, val, vl, w->off, CLS_C_XARGS);
+}
+
 /* Programs whose command language runs shell commands (second attacker's findings): ed's `!'
  * and `w !cmd', gdb's -ex/-x (shell, pipe, python), make's --eval/-E and a makefile from
  * standard input, sqlite3's .shell/.system/edit(), groff -U (.sy, .pso), vim/vi/ex -c, +CMD,
@@ -1200,6 +1258,12 @@ static int w_cmdlang(struct cls_ctx *c, struct run *r)
 			const struct cls_word *w = &v[i];
 			if (cls_word_is(w, "--"))
 				break;
+			const char *eq = memchr(w->s, '=', w->len);
+			if (w->len > 0 && w->s[0] != '-' && eq != NULL && eq != w->s) {
+				if (make_variable(c, w, (size_t)(eq - w->s)) == -1)
+					return -1;
+				continue;
+			}
 			if (w->len < 2 || w->s[0] != '-')
 				continue;
 			if (w->s[1] == '-') {
@@ -2606,7 +2670,9 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	static const char *const commands[] = {"PROMPT_COMMAND", "GIT_EDITOR",
 	        "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER",
 	        "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "WGET_ASKPASS",
-	        "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "FCEDIT", NULL};
+	        "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "FCEDIT", "MANPAGER",
+	        "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC",
+	        "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC", "CARGO_BUILD_RUSTDOC", NULL};
 	static const char *const prompts[] = {"PS0", "PS1", "PS2", "PS3", "PS4", NULL};
 	const char *s = w->s;
 	const char *eq = memchr(s, '=', w->len);
@@ -2661,7 +2727,17 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	if ((name_is(s, nl, "PROMPT_COMMAND") || cls_in_list(prompts, s, nl)) &&
 	        (nonstatic || (w->flags & CLS_W_DL)))
 		return cls_refuse(c, w->off, "%.*s is not static: refused", (int)nl, s);
-	if (cls_in_list(commands, s, nl) ||
+	/* cargo's CARGO_TARGET_<TRIPLE>_RUNNER and _LINKER run a program (attack round 4) */
+	int cargo_target =
+	        nl > 20 && memcmp(s, "CARGO_TARGET_", 13) == 0 &&
+	        (memcmp(s + nl - 7, "_RUNNER", 7) == 0 || memcmp(s + nl - 7, "_LINKER", 7) == 0);
+	if (nl > 12 && memcmp(s, "CARGO_ALIAS_", 12) == 0)
+		return cls_refuse(c, w->off, "a cargo alias from the environment: refused");
+	if (name_is(s, nl, "NODE_OPTIONS") && (nonstatic || memmem(val, vl, "data:", 5) != NULL))
+		return cls_refuse(c, w->off,
+		        "NODE_OPTIONS that is not static or loads a data: "
+		        "module: refused");
+	if (cls_in_list(commands, s, nl) || cargo_target ||
 	        (nl > 17 && memcmp(s, "GIT_CONFIG_VALUE_", 17) == 0)) {
 		if (w->flags & CLS_W_DL)
 			return refuse_program(c, w->off, 1, "a variable git runs");
@@ -2733,6 +2809,69 @@ RULE(h_scp, cls_rule_scp)
 RULE(h_rsync, cls_rule_rsync)
 RULE(h_dns, cls_rule_dns)
 RULE(h_scalar, cls_rule_scalar)
+
+/* sftp reads its commands from a batch file (-b) or, when it is not a terminal, standard
+ * input; `!CMD' runs CMD through the shell, and `!' alone starts a shell that reads the
+ * rest (attack round 4: sftp host <<< '!git push').  A static here-document is followed, any
+ * other standard input (or -b - ) is refused; a batch file is out of reach. */
+static int w_sftp(struct cls_ctx *c, struct run *r)
+{
+	int batch_stdin = 0;
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->len < 2 || w->s[0] != '-' || (w->flags & CLS_W_EXP))
+			continue;
+		const char *bopt = w->s[1] != '-' ? memchr(w->s, 'b', w->len) : NULL;
+		if (bopt == NULL)
+			continue;
+		const struct cls_word *val = NULL;
+		struct cls_word att;
+		if (bopt + 1 < w->s + w->len) {
+			att = *w;
+			att.s = bopt + 1;
+			att.len = (size_t)(w->s + w->len - bopt - 1);
+			val = &att;
+		} else if (i + 1 < r->n) {
+			val = &r->v[i + 1];
+		}
+		if (val != NULL && (val->flags & CLS_W_EXP))
+			return cls_refuse(c, val->off, "sftp batch file is not static");
+		if (val != NULL && fd_path(val) != 0)
+			batch_stdin = 1;
+	}
+	if (batch_stdin || stdin_fed(r)) {
+		if (r->doc != NULL && r->doc->ready && !r->doc->nonstatic) {
+			const char *p = r->doc->s, *end = r->doc->s + r->doc->len;
+			while (p < end) {
+				const char *nl = memchr(p, '\n', (size_t)(end - p));
+				const char *e = nl != NULL ? nl : end;
+				const char *q = p;
+				while (q < e && (*q == ' ' || *q == '\t' || *q == '-' || *q == '@'))
+					q++;
+				if (q < e && *q == '!') {
+					q++;
+					int alone = 1;
+					for (const char *t = q; t < e; t++)
+						alone &= *t == ' ' || *t == '\t';
+					/* `!' alone: a shell reads the rest of the batch */
+					const char *to = alone ? end : e;
+					if (cls_run_script(
+					            c, q, (size_t)(to - q), r->doc->off, 0) == -1)
+						return -1;
+					if (alone)
+						break;
+				}
+				p = nl != NULL ? nl + 1 : end;
+			}
+		} else {
+			return cls_refuse(c, r->v[0].off,
+			        "sftp reads batch commands (`!cmd' runs one) from standard input "
+			        "that "
+			        "is not a static here-document: refused");
+		}
+	}
+	return cls_rule_scp(c, r->v, r->n, r->flags) == -1 ? -1 : 0;
+}
 
 struct handler {
 	const char *name; /* program basename */
@@ -2815,7 +2954,7 @@ static const struct handler handlers[] = {
         {"set", w_set},
         {"setpriv", w_setpriv},
         {"setsid", w_plain},
-        {"sftp", h_scp},
+        {"sftp", w_sftp},
         {"sg", w_sg},
         {"sh", w_shell},
         {"shopt", w_shopt},
@@ -2880,8 +3019,8 @@ static int cmp_handler(const void *key, const void *elem)
 
 static int is_network_program(const char *b, size_t bl)
 {
-	static int (*const rules[])(struct cls_ctx *, struct run *) = {
-	        h_git, h_curl, h_wget, h_httpie, h_gh, h_ssh, h_scp, h_rsync, h_dns, h_scalar};
+	static int (*const rules[])(struct cls_ctx *, struct run *) = {h_git, h_curl, h_wget,
+	        h_httpie, h_gh, h_ssh, h_scp, h_rsync, h_dns, h_scalar, w_sftp};
 	const struct handler *h =
 	        bsearch(b, handlers, sizeof handlers / sizeof handlers[0], sizeof handlers[0],
 	                cmp_handler);

@@ -103,6 +103,30 @@ c("/dev/tcp", "echo /dev/tcp/h.test/80", "none", "as data")
 c("/dev/tcp", "cat <<'EOF'" + NL + "exec 3<>/dev/tcp/h.test/80" + NL + "EOF", "none", "in a literal here-doc")
 c("/dev/tcp", "bash <<'EOF'" + NL + "exec 3<>/dev/tcp/h.test/80" + NL + "EOF", "net:raw", "in a here-doc script")
 
+# ---- attack round 4, finding 15: network programs that had no entry ----------------------
+for tool, line, exp, note in [
+        ("dns", "delv @127.0.0.1 -p 5353 example.test", "dns", "delv"),
+        ("dns", "mdig @127.0.0.1 -p 5353 example.test", "dns", "mdig"),
+        ("dns", "kdig example.test", "dns", "kdig"),
+        ("dns", "printf 'server 127.0.0.1 5353\\nsend\\n' | nsupdate", "dns", "nsupdate: an update"),
+        ("dns", "nsupdate <<< 'server 127.0.0.1 5353'", "dns", "nsupdate from a here-string"),
+        ("dns", "dnsperf -s 127.0.0.1 -p 5353 -l 1 <<< 'example.test A'", "dns", "dnsperf"),
+        ("ssh-keyscan", "ssh-keyscan -T 1 -p 443 127.0.0.1", "ssh:read", "it opens SSH connections"),
+        ("ssh-keyscan", "ssh-keyscan github.com >> ~/.ssh/known_hosts", "ssh:read", "the usual form"),
+        ("busybox", "busybox rdate 127.0.0.1", "net:raw", "rdate"),
+        ("busybox", "busybox traceroute -n -m 1 -q 1 127.0.0.1", "net:raw", "traceroute"),
+        ("busybox", "busybox ping -c1 127.0.0.1", "net:raw", "ping"),
+        ("busybox", "busybox ntpd -q -p 127.0.0.1", "net:raw", "ntpd"),
+        ("busybox", "busybox ssl_client 3", "net:raw", "ssl_client"),
+        ("ping", "ping -c1 h.test", "net:raw", "ICMP"),
+        ("ping", "traceroute h.test", "net:raw", "traceroute"),
+        ("ping", "arping -c1 10.0.0.1", "net:raw", "arping"),
+        ("ping", "whois example.test", "net:raw", "whois"),
+        ("ping", "nmap -p 80 h.test", "net:raw", "nmap"),
+        ("ping", "ping", "none", "no operand: a usage message"),
+        ]:
+    c(tool, line, exp, note)
+
 # ---- interpreter one-liners -------------------------------------------------------------
 c = table("interp.tsv")
 c("python", "python3 -c \"print(1)\"", "none", "no network API")
@@ -204,6 +228,28 @@ c("php", "php artisan migrate", "none", "a script file is out of reach")
 c("php", "php -S localhost:8000", "none", "the built-in server listens")
 c("php", "php -v", "none", "version")
 c("php", "php8.2 -r 'fsockopen(\"h.test\", 80);'", "net:raw", "a versioned name")
+
+# ---- attack round 4, findings 16 and 18: code the keyword scan cannot see ---------------
+B64 = "aW1wb3J0IGNwIGZyb20gImNoaWxkX3Byb2Nlc3MiOyBjcC5leGVjU3luYygiZ2l0IHB1c2giKTs="
+for tool, line, exp, note in [
+        ("node", "node --import 'data:text/javascript;base64," + B64 + "' -e 1", "deny", "a data: module"),
+        ("node", "node -e 'import(\"data:text/javascript;base64," + B64 + "\")'", "deny", "import() of a data: URL"),
+        ("node", "node --loader='data:text/javascript;base64," + B64 + "' -e 1", "deny", "--loader"),
+        ("node", "node --input-type=module -e 'import \"data:text/javascript,%69mport%20cp%20from%20%22child%5fprocess%22%3bcp.execSync(%22git%20push%22)\"'", "deny", "percent-encoded"),
+        ("node", "NODE_OPTIONS='--import data:text/javascript,x' node app.js", "deny", "NODE_OPTIONS"),
+        ("node", "node -e 'console.log(process.version)'", "none", "neighbour"),
+        ("node", "NODE_OPTIONS=--max-old-space-size=4096 node app.js", "none", "neighbour: NODE_OPTIONS"),
+        ("python", "python3 -c 'import pickle,base64; pickle.loads(base64.b64decode(\"Y29zCnN5c3RlbQooUydnaXQgcHVzaCcKdFIu\"))'", "deny", "pickle.loads runs what the data names"),
+        ("python", "python3 -c 'import pickle; pickle.loads(b\"cos\\nsystem\\n(S\\\"git push\\\"\\ntR.\")'", "deny", "pickle, literal"),
+        ("python", "python3 -c 'import yaml; yaml.unsafe_load(open(\"x\"))'", "deny", "yaml.unsafe_load"),
+        ("python", "python3 -c 'import pip; pip.main([\"install\",\"x\"])'", "deny", "pip.main installs"),
+        ("python", "python3 -c 'import venv; venv.create(\"/tmp/v2\", with_pip=True, upgrade_deps=True)'", "deny", "venv.create upgrade_deps runs pip"),
+        ("python", "python3 -c 'import json; print(json.dumps({}))'", "none", "neighbour"),
+        ("perl", "HOME=/tmp PERL_MM_USE_DEFAULT=1 perl -MCPAN -e 'install Foo::Bar'", "deny", "CPAN runs wget or curl"),
+        ("perl", "perl -MFile::Fetch -e 'File::Fetch->new(uri=>q(http://a.test/x))->fetch'", "deny", "File::Fetch runs wget, curl, lftp"),
+        ("perl", "perl -MFile::Find -e 1", "none", "neighbour: another File:: module"),
+        ]:
+    c(tool, line, exp, note)
 
 # ---- item 5: gh api expansions, refspecs --------------------------------------------------
 c = table("fixes.tsv")
@@ -511,6 +557,51 @@ for line, exp, note in [
         ]:
     c("kubectl", line, exp, note)
 
+
+# ---- attack round 4, findings 15 and 16: package installs and fetchers -------------------
+c = table("tools.tsv")
+for tool, line, exp, note in [
+        ("pip", "python3 -m venv --upgrade-deps /tmp/vv", RD, "--upgrade-deps runs pip install --upgrade"),
+        ("pip", "python3 -m venv --upgrade-d .venv", RD, "an argparse prefix"),
+        ("pip", "python3 -m venv .venv", "none", "neighbour: a plain venv"),
+        ("pip", "python3 -m venv --upgrade .venv", "none", "neighbour: --upgrade upgrades the venv in place"),
+        ("pip", "pip list --outdated", RD, "asks the index for each package"),
+        ("pip", "pip list -o", RD, "short form"),
+        ("pip", "pip3 list --uptodate", RD, "--uptodate too"),
+        ("pip", "pip list", "none", "neighbour"),
+        ("cpan", "HOME=/tmp PERL_MM_USE_DEFAULT=1 cpan Foo::Bar", RD, "cpan installs from CPAN"),
+        ("cpan", "cpan -i Foo::Bar", RD, "-i"),
+        ("cpan", "cpanm Foo::Bar", RD, "cpanm"),
+        ("terraform", "terraform init", "git:fetch,http:read", "providers, and modules (git:: sources run git)"),
+        ("terraform", "cd /tmp/tf && terraform init -from-module=git::https://a.test/x.git", "git:fetch,http:read", "-from-module=git::..."),
+        ("terraform", "terraform apply -auto-approve", RW, "the providers' APIs"),
+        ("terraform", "terraform fmt -recursive", "none", "local"),
+        ("terraform", "terraform validate", "none", "local"),
+        ("corepack", "COREPACK_NPM_REGISTRY=http://127.0.0.1:8080 corepack pnpm@8.0.0 --version", RD, "fetches pnpm"),
+        ("corepack", "corepack prepare pnpm@8 --activate", RD, "prepare"),
+        ("corepack", "corepack enable", "none", "shims only"),
+        ("rustup", "RUSTUP_DIST_SERVER=http://127.0.0.1:8080 rustup toolchain install nightly-2020-01-01 --profile minimal", RD, "toolchain install"),
+        ("rustup", "rustup update", RD, "update"),
+        ("rustup", "rustup self update", RD, "self update"),
+        ("rustup", "rustup component add clippy", RD, "component add"),
+        ("rustup", "rustup target add wasm32-unknown-unknown", RD, "target add"),
+        ("rustup", "rustup default stable", RD, "default installs a missing toolchain"),
+        ("rustup", "rustup show", "none", "local"),
+        ("rustup", "rustup toolchain list", "none", "local"),
+        ("rustup", "rustup run stable git push", "git:push", "finding 17: run runs its command"),
+        ("rustup", "rustup run nightly -- git push", "git:push", "after --"),
+        ("rustup", "rustup run stable cargo build", "none", "neighbour"),
+        ("gpg", "gpg --batch --keyserver hkp://127.0.0.1:8080 --recv-keys 0123456789ABCDEF", RD, "a key server lookup"),
+        ("gpg", "gpg --batch --fetch-keys http://127.0.0.1:8080/k.asc", RD, "--fetch-keys"),
+        ("gpg", "gpg --batch --keyserver hkp://127.0.0.1:8080 --search-keys foo", RD, "--search-keys"),
+        ("gpg", "gpg --refresh-keys", RD, "--refresh-keys"),
+        ("gpg", "gpg --locate-external-keys a@b.test", RD, "a web key directory"),
+        ("gpg", "gpg --recv 0123", RD, "a prefix, as gpg takes"),
+        ("gpg", "gpg --keyserver hkp://127.0.0.1:8080 --send-keys 0123", WR, "--send-keys posts the key"),
+        ("gpg", "gpg --verify x.sig x", "none", "neighbour: local"),
+        ("gpg", "gpg --import key.asc", "none", "neighbour: a file"),
+        ]:
+    c(tool, line, exp, note)
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
