@@ -332,10 +332,9 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		}
 		/* a string holding a substitution and a construct that evaluates a value:
 		 * `x='a[$(git push)]'; (( x ))` runs git push (issue 12) */
-		if (c->dynamic && c->eval_name)
-			cls_refuse(c, c->dynamic_off,
-			        "a value built at run time (an expansion, +=, printf -v, read) and a "
-			        "construct that evaluates a variable's value as code");
+		/* a value built at run time where bash evaluates it as code (values.c; black-box
+		 * finding A7) */
+		cls_val_check(c);
 		if (c->latent && c->evaluates)
 			cls_refuse(c, c->latent_off,
 			        "a string holding a command substitution may be evaluated "

@@ -22,12 +22,35 @@
 #define CLS_W_SUBST 0x40u   /* holds a command substitution */
 #define CLS_W_TEXT 0x80u    /* holds an expansion whose value may be any text: not only
                                arithmetic ($(( )), $[ ]), a length (${#x}) or $# $? $$ $! */
+#define CLS_W_RTEXT 0x100u  /* holds run-time text that is no variable's value: a command's
+                               output not proven numeric, an indirection, a file name put
+                               where {} stood (the value model, values.c) */
+
+/* What one expansion in a word stands for (the value model, values.c). */
+enum cls_dep_kind {
+	CLS_DEP_VAR,  /* a variable's value (name; "@" the positional parameters, "!k" an
+	                 array's keys, "-" text the environment gives) */
+	CLS_DEP_TEXT, /* run-time text: a command's output, an indirection, ... */
+};
+
+struct cls_dep {
+	struct cls_dep *next; /* the word's next expansion, in source order */
+	const char *name;     /* CLS_DEP_VAR: the variable's name (not NUL-terminated) */
+	size_t nlen;
+	size_t at;           /* where the expansion's mark is in the decoded word */
+	unsigned char kind;  /* enum cls_dep_kind */
+	unsigned char copy;  /* the value itself or a part of it (${x}, ${x%.*}, ${x:1}, ${a[i]}),
+	                        not a value joined with other text (${x:-y}, ${x/a/b}) */
+	unsigned char arith_set; /* a name in arithmetic that the arithmetic assigns (x=1, x++) */
+};
 
 struct cls_word {
 	const char *s;  /* decoded text, NUL-terminated; CLS_EXP_MARK where an expansion was */
 	size_t len;     /* length of s */
 	unsigned flags; /* CLS_W_* */
 	size_t off;     /* byte offset in the original line */
+	const struct cls_dep *deps; /* the expansions that are variables' values or run-time
+	                               text, NULL when none (words a parser read) */
 };
 
 /* A here-document or here-string feeding a command's standard input. */
@@ -51,6 +74,7 @@ struct cls_doc {
                              they may be options */
 #define CLS_C_STDINX 0x40u /* standard input redirected from a word that is not static (a
                               process substitution, an expansion) */
+#define CLS_C_OUTREDIR 0x80u /* some output descriptor is redirected (1, 2, &>, <>) */
 
 /* One simple command as the parser found it: assignments and redirections removed. */
 struct cls_cmd {
@@ -83,6 +107,36 @@ struct cls_assign {
 	struct cls_assign *next;
 	const struct cls_word *w; /* the NAME=VALUE word */
 	size_t nlen;              /* length of NAME */
+};
+
+/* The value model's table (values.c). */
+enum cls_vkind {
+	CLS_VK_ENV,    /* not assigned on the line: the environment's (out of scope) */
+	CLS_VK_NUM,    /* digits and signs only */
+	CLS_VK_STATIC, /* text the line wrote, or the environment's */
+	CLS_VK_TEXT,   /* run-time text: a command's output, a file name, a line read */
+};
+
+#define CLS_MAX_VARS 48
+#define CLS_MAX_VEDGES 256
+
+struct cls_var {
+	const char *name;   /* not NUL-terminated; in the line or the arena */
+	unsigned char nlen;
+	unsigned char kind; /* enum cls_vkind */
+	unsigned char sunk; /* bash evaluates its value as code */
+	unsigned char set;  /* assigned on the line */
+	size_t sink_off;    /* where it is evaluated */
+};
+
+/* A variable's value built from others: kind(to) >= what the word's expansions give. */
+struct cls_vedge {
+	struct cls_vedge *next;
+	const struct cls_dep *deps; /* the expansions (only those with from <= at < to) */
+	size_t from, to;
+	unsigned char var;    /* index of the assigned variable */
+	unsigned char single; /* the value is exactly one copy expansion */
+	unsigned char litnum; /* the literal text around is digits, signs, blanks only */
 };
 
 #define CLS_ARENA_FIRST 8192
@@ -127,6 +181,20 @@ struct cls_ctx {
 	int eval_name;
 	int dynamic;
 	size_t dynamic_off;
+	/* the value model (values.c): the kind of every variable the line assigns, how values
+	 * flow between them, and the names bash evaluates; checked once the line is read */
+	struct cls_var vars[CLS_MAX_VARS];
+	unsigned nvars;
+	unsigned nedges;
+	struct cls_vedge *vedges; /* values built from other variables */
+	int vars_over;            /* more names or flows than the table holds: coarse rule */
+	int sinks;                /* some name is evaluated */
+	int sink_all;             /* declare -i or -n: every assignment may evaluate */
+	int assoc;                /* an associative array may be declared: keys are text */
+	int dyn_target;           /* a variable whose name is not static is assigned */
+	int numcmd_used;          /* a command's output was taken as a number (wc -l, nproc...) */
+	int numcmd_shadowed;      /* PATH, or a function or alias named like such a command */
+	size_t numcmd_off;
 	/* an assignment's value names a network program or the loader (x=/usr/bin/curl): a copy
 	 * or link of an expansion may then be of that program (black-box finding) */
 	int program_value;
@@ -175,6 +243,48 @@ int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off)
 
 /* Notes a static text that holds a substitution bash has not run (yet). */
 void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off);
+
+/* The value model (values.c), issue 12: a value bash evaluates as code (arithmetic, a
+ * subscript, ${!x}, ${x@P}, -v) must not be text the line cannot see. */
+/* Variable name[0..nl) is assigned the value of w->s[from..to) (its expansions: w->deps);
+ * glob: an unquoted glob in it stands for file names. */
+void cls_val_assign(struct cls_ctx *c, const char *name, size_t nl, const struct cls_word *w,
+        size_t from, size_t to, int glob);
+/* Whether s[0..len) is a number's text with no expansion in it. */
+int cls_val_numeric_text(const char *s, size_t len);
+/* Variable name is assigned a value of the given kind. */
+void cls_val_set(struct cls_ctx *c, const char *name, size_t nl, enum cls_vkind kind);
+/* Variable name is evaluated as code at off. */
+void cls_val_sink(struct cls_ctx *c, const char *name, size_t nl, size_t off);
+/* The value of w->s[from..to) is evaluated: as an arithmetic expression (arith: every name
+ * in its literal text is evaluated too) or as a variable name (only names inside its
+ * subscript).  Run-time text there is refused.  0 or -1. */
+int cls_val_sink_word(struct cls_ctx *c, const struct cls_word *w, size_t from, size_t to,
+        int arith);
+/* The literal arithmetic text s[0..len): its names are evaluated, the ones assigned there
+ * (x=, x+=, x++) become numbers. */
+void cls_val_sink_text(struct cls_ctx *c, const char *s, size_t len, size_t off);
+/* Whether the arithmetic text s[0..len) assigns the name at s[i..e) (x=, x+=, x++, --x). */
+int cls_val_arith_assigned(const char *s, size_t len, size_t i, size_t e);
+/* Text the line wrote joined to a value (${x:-y}) is evaluated: it may name any variable. */
+void cls_val_sink_joined(struct cls_ctx *c, size_t off);
+/* The same for the one name s[i..e) of the arithmetic text s[0..len). */
+void cls_val_sink_name_at(
+        struct cls_ctx *c, const char *s, size_t len, size_t i, size_t e, size_t off);
+/* Whether command v[0..n) prints a number only (wc -l on its input, nproc, date +%s, ...). */
+int cls_val_numeric_cmd(struct cls_ctx *c, const struct cls_cmd *cmd);
+/* A function or alias named name[0..nl) is defined: a command of that name is no longer
+ * known to print a number. */
+void cls_val_define(struct cls_ctx *c, const char *name, size_t nl, size_t off);
+/* A builtin that takes names or evaluates (let, test -v, unset, read, mapfile, getopts,
+ * printf -v, wait -p, declare and its kin, set): its names, targets and options.  0 or -1. */
+int cls_val_builtin(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+        const struct cls_doc *doc);
+/* Words v[0..n) become a script's positional parameters (bash -c SCRIPT NAME ARGS...); under
+ * xargs (flags) more come from its input. */
+void cls_val_args(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+/* The end of the line: refuses when an evaluated value may be run-time text.  0 or -1. */
+int cls_val_check(struct cls_ctx *c);
 
 /* Program rules (rules.c): each classifies argv v[0..n) of its program.  0 or -1. */
 int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);

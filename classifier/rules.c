@@ -296,6 +296,7 @@ static int git_ext_command(struct cls_ctx *c, const struct cls_word *w)
 		argv[argc].len = b - start;
 		argv[argc].flags = 0;
 		argv[argc].off = w->off;
+		argv[argc].deps = NULL;
 		buf[b++] = '\0';
 		argc++;
 	}

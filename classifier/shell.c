@@ -76,6 +76,12 @@ struct parser {
 	int coproc_first;      /* the next word is the first after `coproc` */
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 	int heredoc;                 /* scanning an unquoted here-doc body */
+	/* the value model (values.c) */
+	struct cls_dep *deps, **dtail; /* the expansions of the word being read */
+	unsigned npipes;               /* pipelines parsed */
+	struct cls_cmd *elem_cmd;      /* the simple command the last command parsed was */
+	struct cls_cmd *last_elem;     /* ... at the end of the last pipeline */
+	int elem_depth;                /* the nesting elem_cmd was parsed at */
 };
 
 /* A growable byte buffer for a word being decoded: starts on the stack, moves to the arena. */
@@ -147,6 +153,51 @@ static int wb_exp(struct parser *P, struct wbuf *b, unsigned *flags)
 	return wb_num_exp(P, b, flags);
 }
 
+/* An expansion whose value is a variable's (kind CLS_DEP_VAR: name[0..nl)) or run-time text
+ * (CLS_DEP_TEXT): recorded for the value model, then marked as any text. */
+static int wb_dep(struct parser *P, struct wbuf *b, unsigned *flags, int kind, const char *name,
+        size_t nl, int copy)
+{
+	struct cls_dep *d = cls_alloc(P->c, sizeof *d, P->base + P->pos);
+	if (d == NULL)
+		return -1;
+	d->next = NULL;
+	d->name = name;
+	d->nlen = nl;
+	d->at = b->n;
+	d->kind = (unsigned char)kind;
+	d->copy = (unsigned char)copy;
+	d->arith_set = 0;
+	if (P->dtail == NULL)
+		P->dtail = &P->deps;
+	*P->dtail = d;
+	P->dtail = &d->next;
+	if (kind == CLS_DEP_TEXT)
+		*flags |= CLS_W_RTEXT;
+	return wb_exp(P, b, flags);
+}
+
+/* Sinks (values.c) the expansions recorded since *from, and drops them from the word: they
+ * are evaluated where they stand (a subscript, an offset), not part of the value.  0 or -1
+ * (run-time text there). */
+static int sink_since(struct parser *P, struct cls_dep **from, size_t off)
+{
+	for (struct cls_dep *d = *from; d != NULL; d = d->next) {
+		if (d->kind == CLS_DEP_TEXT)
+			return ERR(P, off,
+			        "a command's output evaluated as arithmetic (it may hold a[$(...)], "
+			        "which bash runs)");
+		if (d->arith_set)
+			cls_val_set(P->c, d->name, d->nlen, CLS_VK_NUM);
+		cls_val_sink(P->c, d->name, d->nlen, P->base + off);
+		if (!d->copy)
+			cls_val_sink_joined(P->c, P->base + off);
+	}
+	*from = NULL;
+	P->dtail = from;
+	return 0;
+}
+
 static int is_meta(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == ';' || ch == '&' || ch == '|' ||
@@ -185,13 +236,31 @@ static void note_dynamic(struct parser *P, size_t off)
 	}
 }
 
+/* Variable name[0..nl) takes the value of variable from (a one-letter pseudo name: "@" the
+ * positional parameters, "_" the last word). */
+static void val_copy(struct cls_ctx *c, const char *name, size_t nl, const char *from)
+{
+	struct cls_dep *d = cls_alloc(c, sizeof *d, 0);
+	if (d == NULL)
+		return;
+	d->next = NULL;
+	d->name = from;
+	d->nlen = strlen(from);
+	d->at = 0;
+	d->kind = CLS_DEP_VAR;
+	d->copy = 1;
+	static const char mark[2] = {CLS_EXP_MARK, '\0'};
+	struct cls_word w = {mark, 1, CLS_W_EXP | CLS_W_TEXT, 0, d};
+	cls_val_assign(c, name, nl, &w, 0, 1, 0);
+}
+
 /* ---- substitutions ---------------------------------------------------------------------- */
 
 /* $( ... ) or <( ... ) with P->pos just past the opening parenthesis.  *flags gets CLS_W_DL
  * when the substitution runs a download. */
 static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc);
 
-static int parse_subst(struct parser *P, size_t open, unsigned *flags)
+static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *numeric)
 {
 	if (cls_enter(P->c, P->base + open) == -1)
 		return -1;
@@ -199,10 +268,18 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags)
 	struct token *t;
 	struct cls_cmd **from = P->tail;
 	int saved = P->assign_ok;
+	unsigned npipes = P->npipes;
 	P->assign_ok = 1;
+	P->npipes = 0;
+	P->last_elem = NULL;
 	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
 		return -1;
 	P->assign_ok = saved;
+	/* one pipeline whose last element is a command that prints a number only */
+	if (numeric != NULL)
+		*numeric = P->npipes == 1 && P->last_elem != NULL &&
+		           cls_val_numeric_cmd(P->c, P->last_elem);
+	P->npipes = npipes;
 	/* parse_list stops at a token it cannot use; it must be our closing parenthesis. */
 	if (P->tok.kind != T_RPAREN) {
 		if (P->tok.kind == T_EOF)
@@ -306,6 +383,9 @@ static int arith_subst(struct parser *P, struct wbuf *b, unsigned *fl)
 	char ch = P->s[P->pos];
 	unsigned mine = 0;
 	int r;
+	if (P->dtail == NULL)
+		P->dtail = &P->deps;
+	struct cls_dep **before = P->dtail;
 	if (ch == '$') {
 		r = dollar_arith(P, b, &mine, 0);
 	} else if (ch == '`') {
@@ -316,12 +396,33 @@ static int arith_subst(struct parser *P, struct wbuf *b, unsigned *fl)
 	}
 	if (r == -1)
 		return -1;
-	if (mine & CLS_W_SUBST)
-		return ERR(P, open,
-		        "a command's output evaluated as arithmetic (it may hold a[$(...)], which "
-		        "bash runs)");
+	/* a command proven to print a number only (wc -l, nproc, date +%s) is not refused */
+	for (const struct cls_dep *d = *before; d != NULL; d = d->next)
+		if (d->kind == CLS_DEP_TEXT)
+			return ERR(P, open,
+			        "a command's output evaluated as arithmetic (it may hold a[$(...)], "
+			        "which bash runs)");
 	*fl |= mine;
 	return 1;
+}
+
+/* A name at P->pos..e in an arithmetic body: recorded with the body's expansions, evaluated
+ * (values.c) once the body proves to be arithmetic.  0 or -1. */
+static int arith_name(struct parser *P, size_t e)
+{
+	struct cls_dep *d = cls_alloc(P->c, sizeof *d, P->base + P->pos);
+	if (d == NULL)
+		return -1;
+	d->next = NULL;
+	d->name = P->s + P->pos;
+	d->nlen = e - P->pos;
+	d->at = 0;
+	d->kind = CLS_DEP_VAR;
+	d->copy = 1;
+	d->arith_set = (unsigned char)cls_val_arith_assigned(P->s, P->len, P->pos, e);
+	*P->dtail = d;
+	P->dtail = &d->next;
+	return 0;
 }
 
 /* Scans an arithmetic body after "((" (or "$(("), parsing the substitutions inside.  Returns 0
@@ -333,6 +434,10 @@ static int scan_arith(struct parser *P, size_t open)
 	struct wbuf b;
 	unsigned fl = 0;
 	wb_init(&b);
+	/* the expansions inside are evaluated (values.c), not part of any word */
+	struct cls_dep *sdeps = P->deps, **stail = P->dtail;
+	P->deps = NULL;
+	P->dtail = &P->deps;
 	for (;;) {
 		if (P->pos >= P->len)
 			return ERR(P, open, "unterminated arithmetic expression");
@@ -342,13 +447,18 @@ static int scan_arith(struct parser *P, size_t open)
 			P->pos++;
 		} else if (ch == ')') {
 			if (depth == 0) {
+				int r = 1;
 				if (at(P, P->pos + 1) == ')') {
 					P->pos += 2;
 					if (names)
 						P->c->eval_name = 1;
-					return 0;
+					if (sink_since(P, &P->deps, open) == -1)
+						return -1;
+					r = 0;
 				}
-				return 1;
+				P->deps = sdeps;
+				P->dtail = stail;
+				return r;
 			}
 			depth--;
 			P->pos++;
@@ -361,8 +471,15 @@ static int scan_arith(struct parser *P, size_t open)
 			if (r == 0) {
 				if (ch == ';' && depth == 0)
 					P->arith_semis++;
-				if (is_name_start(ch) && (P->pos == 0 || !is_name_char(P->s[P->pos - 1])))
+				if (is_name_start(ch) && (P->pos == 0 || !is_name_char(P->s[P->pos - 1]))) {
+					size_t e = P->pos + 1;
+					while (e < P->len && is_name_char(P->s[e]))
+						e++;
 					names = 1;
+					if (arith_name(P, e) == -1)
+						return -1;
+					P->pos = e - 1;
+				}
 				P->pos++;
 			}
 		}
@@ -403,8 +520,18 @@ static void mark_restore(struct parser *P, const struct mark *m)
 	P->want_delim = m->want_delim;
 }
 
+/* What a ${ } expansion stands for in the value model (values.c). */
+struct bp_value {
+	int kind;         /* 0 a number, 1 a variable's value (name), 2 run-time text */
+	const char *name; /* kind 1: the variable ("@" the positional parameters, "!k" keys, "-"
+	                     the environment's text) */
+	size_t nlen;
+	int copy; /* the value itself or a part of it, not joined with other text */
+};
+
 /* ${ ... } with P->pos just past "${". */
-static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *outer)
+static int parse_braceparam(
+        struct parser *P, size_t open, int dq, unsigned *outer, struct bp_value *val)
 {
 	struct wbuf b;
 	unsigned fl = 0;
@@ -412,6 +539,10 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 	wb_init(&b);
 	if (cls_enter(P->c, P->base + open) == -1)
 		return -1;
+	val->kind = 2;
+	val->name = NULL;
+	val->nlen = 0;
+	val->copy = 0;
 	{
 		/* ${!x}, ${a[i]}, ${x:off}, ${x@P}: bash evaluates a value as a name, an
 		 * arithmetic expression or a prompt */
@@ -427,20 +558,28 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		/* the parts bash evaluates as arithmetic: a subscript, and a substring's offset and
 		 * length, where single quotes do not quote (black-box finding A6) */
 		i = P->pos;
-		if (at(P, i) == '!' || at(P, i) == '#')
+		int bang = at(P, i) == '!', hash = at(P, i) == '#';
+		if (bang || hash)
 			i++;
+		size_t ns = i;
+		int special = 0;
 		if (is_name_start(at(P, i))) {
 			while (i < P->len && is_name_char(P->s[i]))
 				i++;
 		} else if (at(P, i) >= '0' && at(P, i) <= '9') {
 			while (i < P->len && P->s[i] >= '0' && P->s[i] <= '9')
 				i++;
+			special = '1';
 		} else if (at(P, i) != '\0' && strchr("@*#?$!-", at(P, i)) != NULL) {
+			special = at(P, i);
 			i++;
 		}
+		size_t ne = i;
+		int all = 0; /* [@] or [*] */
 		if (at(P, i) == '[') {
 			int depth = 0;
 			sub_lo = i;
+			all = (at(P, i + 1) == '@' || at(P, i + 1) == '*') && at(P, i + 2) == ']';
 			for (; i < P->len; i++) {
 				if (P->s[i] == '\'') {
 					const char *q = memchr(P->s + i + 1, '\'', P->len - i - 1);
@@ -460,6 +599,46 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		op2 = at(P, i + 1);
 		if (op == ':' && op2 != '-' && op2 != '=' && op2 != '?' && op2 != '+')
 			arith_from = i;
+		const char *nm = P->s + ns;
+		size_t nl = ne - ns;
+		/* the value (values.c) */
+		if (hash && (op == '}' || nl == 0)) {
+			val->kind = 0; /* a length, or ${#} */
+		} else if (special == '#' || special == '?' || special == '$' ||
+		           (special == '!' && !bang)) {
+			val->kind = 0;
+		} else if (special == '1' || special == '@' || special == '*') {
+			val->kind = 1;
+			val->name = "@";
+			val->nlen = 1;
+			val->copy = special == '1' && !bang && op == '}';
+		} else if (special == '-') {
+			val->kind = 1;
+			val->name = "-";
+			val->nlen = 1;
+		} else if (bang && nl > 0 && all && op == '}') {
+			val->kind = 1; /* ${!a[@]}: the keys */
+			val->name = "!k";
+			val->nlen = 2;
+			val->copy = 1;
+		} else if (bang && nl > 0 && sub_lo == SIZE_MAX && (op == '@' || op == '*') &&
+		           op2 == '}') {
+			val->kind = 1; /* ${!prefix@}: variable names */
+			val->name = "-";
+			val->nlen = 1;
+		} else if (bang && nl > 0) {
+			/* ${!x}: the variable x names, subscript and all */
+			cls_val_sink(P->c, nm, nl, P->base + open);
+		} else if (nl > 0 && !hash) {
+			val->kind = 1;
+			val->name = nm;
+			val->nlen = nl;
+			val->copy = !all && (op == '}' || op == '#' || op == '%' || arith_from != SIZE_MAX);
+			if (op == '@' && op2 == 'P')
+				cls_val_sink(P->c, nm, nl, P->base + open);
+			if (op == '=' || (op == ':' && op2 == '='))
+				cls_val_set(P->c, nm, nl, CLS_VK_TEXT);
+		}
 		if (op == '@' && op2 == 'P')
 			P->c->eval_name = 1;
 		if (op == '=' || (op == ':' && op2 == '='))
@@ -469,10 +648,19 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 		for (size_t j = sub_lo; j < sub_hi && j < P->len; j++)
 			if (is_name_start(P->s[j]) || P->s[j] == '$' || P->s[j] == '`')
 				P->c->eval_name = 1;
-		for (size_t j = arith_from; j < P->len && P->s[j] != '}'; j++)
-			if (is_name_start(P->s[j]) || P->s[j] == '$' || P->s[j] == '`')
+		size_t ae = arith_from;
+		for (; ae < P->len && P->s[ae] != '}'; ae++)
+			if (is_name_start(P->s[ae]) || P->s[ae] == '$' || P->s[ae] == '`')
 				P->c->eval_name = 1;
+		/* their names are evaluated (values.c); the expansions are, below */
+		if (sub_lo != SIZE_MAX && !all)
+			cls_val_sink_text(P->c, P->s + sub_lo + 1, sub_hi - sub_lo - 1, P->base + open);
+		if (arith_from != SIZE_MAX)
+			cls_val_sink_text(P->c, P->s + arith_from + 1, ae - arith_from - 1,
+			        P->base + open);
 	}
+	if (P->dtail == NULL)
+		P->dtail = &P->deps;
 	for (;;) {
 		if (P->pos >= P->len)
 			return ERR(P, open, "unterminated ${");
@@ -481,6 +669,11 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 			P->pos++;
 			break;
 		}
+		/* an expansion in a subscript or an offset is evaluated where it stands; one in
+		 * the word of ${x:-word} is part of the value */
+		int arith = (P->pos > sub_lo && P->pos < sub_hi) || P->pos > arith_from;
+		struct cls_dep **mark = P->dtail;
+		size_t at_pos = P->pos;
 		if (ch == '\\') {
 			P->pos += P->pos + 1 < P->len ? 2 : 1;
 		} else if (ch == '\'' && !P->heredoc) {
@@ -488,7 +681,6 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 			 * "${x:-'}" is an unterminated quote to it (fuzz finding) */
 			/* ... and between double quotes they do not quote: bash expands what they
 			 * hold, "${x:-'$(git push)'}" runs git push (black-box finding A5) */
-			int arith = (P->pos > sub_lo && P->pos < sub_hi) || P->pos > arith_from;
 			if (squote_expanded(P, dq || arith,
 			            "inside a double-quoted ${ } or its arithmetic") == -1)
 				return -1;
@@ -498,7 +690,6 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 				return -1;
 		} else if (ch == '$') {
 			/* $'...' is ANSI-C quoting here too, between double quotes or not */
-			int arith = (P->pos > sub_lo && P->pos < sub_hi) || P->pos > arith_from;
 			int ansic = (dq || arith) && !P->heredoc && at(P, P->pos + 1) == '\'';
 			if (parse_dollar(P, &b, &fl, dq && P->heredoc) == -1)
 				return -1;
@@ -517,14 +708,23 @@ static int parse_braceparam(struct parser *P, size_t open, int dq, unsigned *out
 			 * reading (fuzz finding) */
 			size_t ps = P->pos;
 			P->pos += 2;
-			if (parse_subst(P, ps, &fl) == -1)
+			if (parse_subst(P, ps, &fl, NULL) == -1)
 				return -1;
 		} else {
 			P->pos++;
 		}
+		if (arith) {
+			if (sink_since(P, mark, at_pos) == -1)
+				return -1;
+		} else {
+			for (struct cls_dep *d = *mark; d != NULL; d = d->next) {
+				d->copy = 0;
+				d->at = SIZE_MAX; /* placed at the ${ }'s own mark below */
+			}
+		}
 		b.n = 0;
 	}
-	*outer |= fl & CLS_W_DL;
+	*outer |= fl & (CLS_W_DL | CLS_W_RTEXT);
 	cls_leave(P->c);
 	return 0;
 }
@@ -735,22 +935,31 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		} else {
 			P->pos += 2;
 		}
-		if (parse_subst(P, open, flags) == -1)
+		int numeric;
+		if (parse_subst(P, open, flags, &numeric) == -1)
 			return -1;
 		*flags |= CLS_W_SUBST;
-		return wb_exp(P, b, flags);
+		if (numeric)
+			return wb_num_exp(P, b, flags);
+		return wb_dep(P, b, flags, CLS_DEP_TEXT, NULL, 0, 0);
 	}
 	if (n == '{') {
 		P->pos += 2;
-		/* ${#NAME}: a length */
-		size_t e = P->pos + 1;
-		int length = at(P, P->pos) == '#' && is_name_start(at(P, e));
-		while (length && e < P->len && is_name_char(P->s[e]))
-			e++;
-		length = length && at(P, e) == '}';
-		if (parse_braceparam(P, open, dq, flags) == -1)
+		if (P->dtail == NULL)
+			P->dtail = &P->deps;
+		struct cls_dep **m = P->dtail;
+		struct bp_value val;
+		if (parse_braceparam(P, open, dq, flags, &val) == -1)
 			return -1;
-		return length ? wb_num_exp(P, b, flags) : wb_exp(P, b, flags);
+		/* the expansions in its word (${x:-$y}) stand where it does */
+		for (struct cls_dep *d = *m; d != NULL; d = d->next)
+			if (d->at == SIZE_MAX)
+				d->at = b->n;
+		if (val.kind == 0)
+			return wb_num_exp(P, b, flags);
+		if (val.kind == 1)
+			return wb_dep(P, b, flags, CLS_DEP_VAR, val.name, val.nlen, val.copy);
+		return wb_dep(P, b, flags, CLS_DEP_TEXT, NULL, 0, 0);
 	}
 	if (n == '[') {
 		/* the obsolete $[ arithmetic ]: substitutions inside are parsed as in $(( )) */
@@ -762,6 +971,9 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		P->pos += 2;
 		if (cls_enter(P->c, P->base + open) == -1)
 			return -1;
+		struct cls_dep *sdeps = P->deps, **stail = P->dtail;
+		P->deps = NULL;
+		P->dtail = &P->deps;
 		for (;;) {
 			if (P->pos >= P->len)
 				return ERR(P, open, "unterminated $[");
@@ -773,6 +985,14 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 			if (r == 1 && (ch == '$' || ch == '`'))
 				P->c->eval_name = 1;
 			if (r == 0) {
+				if (is_name_start(ch) && !is_name_char(P->s[P->pos - 1])) {
+					size_t e = P->pos + 1;
+					while (e < P->len && is_name_char(P->s[e]))
+						e++;
+					if (arith_name(P, e) == -1)
+						return -1;
+					P->pos = e - 1;
+				}
 				P->pos++;
 				if (is_name_start(ch))
 					P->c->eval_name = 1;
@@ -782,6 +1002,10 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 					break;
 			}
 		}
+		if (sink_since(P, &P->deps, open) == -1)
+			return -1;
+		P->deps = sdeps;
+		P->dtail = stail;
 		cls_leave(P->c);
 		return wb_num_exp(P, b, flags);
 	}
@@ -789,11 +1013,16 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		P->pos += 2;
 		while (P->pos < P->len && is_name_char(P->s[P->pos]))
 			P->pos++;
-		return wb_exp(P, b, flags);
+		return wb_dep(P, b, flags, CLS_DEP_VAR, P->s + open + 1, P->pos - open - 1, 1);
 	}
 	if ((n >= '0' && n <= '9') || (n != '\0' && strchr("@*#?$!-", n) != NULL)) {
 		P->pos += 2;
-		return strchr("#?$!", n) != NULL ? wb_num_exp(P, b, flags) : wb_exp(P, b, flags);
+		if (strchr("#?$!", n) != NULL)
+			return wb_num_exp(P, b, flags);
+		/* $1 is a positional parameter; "$*" and "$@" join them */
+		if (n == '-')
+			return wb_dep(P, b, flags, CLS_DEP_VAR, "-", 1, 1);
+		return wb_dep(P, b, flags, CLS_DEP_VAR, "@", 1, n != '@' && n != '*');
 	}
 	P->pos++;
 	return wb_putc(P, b, '$');
@@ -854,7 +1083,9 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	*flags |= CLS_W_SUBST;
 	P->tail = sub.tail;
 	cls_leave(P->c);
-	return wb_exp(P, b, flags);
+	if (sub.npipes == 1 && sub.last_elem != NULL && cls_val_numeric_cmd(P->c, sub.last_elem))
+		return wb_num_exp(P, b, flags);
+	return wb_dep(P, b, flags, CLS_DEP_TEXT, NULL, 0, 0);
 }
 
 /* Inside "...", with P->pos just past the opening quote. */
@@ -915,20 +1146,20 @@ static int is_assign_prefix(const struct wbuf *b, unsigned flags)
 	return i == end;
 }
 
-static int parse_array_words(struct parser *P);
+static int parse_array_words(struct parser *P, const char *name, size_t nl);
 
 /* NAME=(words...) with P->pos at the '('.  An element is never itself an assignment with an
  * array ("a=(b c=(d))" is a syntax error to bash), so assignments are off inside. */
-static int parse_array(struct parser *P)
+static int parse_array(struct parser *P, const char *name, size_t nl)
 {
 	int saved = P->assign_ok;
 	P->assign_ok = 0;
-	int rc = parse_array_words(P);
+	int rc = parse_array_words(P, name, nl);
 	P->assign_ok = saved;
 	return rc;
 }
 
-static int parse_array_words(struct parser *P)
+static int parse_array_words(struct parser *P, const char *name, size_t nl)
 {
 	size_t open = P->pos++;
 	for (;;) {
@@ -956,8 +1187,11 @@ static int parse_array_words(struct parser *P)
 			struct wbuf key;
 			unsigned kf = 0;
 			wb_init(&key);
-			if (parse_subscript(P, &key, &kf) == -1)
+			struct cls_dep **mark = P->dtail;
+			size_t at_pos = P->pos;
+			if (parse_subscript(P, &key, &kf) == -1 || sink_since(P, mark, at_pos) == -1)
 				return -1;
+			cls_val_sink_text(P->c, key.p, key.n, P->base + at_pos);
 			continue;
 		}
 		struct token t;
@@ -968,6 +1202,7 @@ static int parse_array_words(struct parser *P)
 			return ERR(P, t.off, "syntax error in array assignment");
 		if (t.w.flags & (CLS_W_EXP | CLS_W_GLOB))
 			note_dynamic(P, t.off);
+		cls_val_assign(P->c, name, nl, &t.w, 0, t.w.len, 1);
 	}
 }
 
@@ -1037,16 +1272,22 @@ static int read_word(struct parser *P, struct token *t)
 {
 	struct wbuf b;
 	unsigned flags = 0;
-	int lbracket = 0, lbrace = 0;
+	int lbracket = 0, lbrace = 0, assign_sub = 0;
 	size_t start = P->pos;
 	wb_init(&b);
+	/* this word's expansions (values.c); a substitution inside reads words of its own */
+	struct cls_dep *sdeps = P->deps, **stail = P->dtail;
+	P->deps = NULL;
+	P->dtail = &P->deps;
 	while (P->pos < P->len) {
 		char ch = P->s[P->pos];
 		if (is_meta(ch)) {
 			if ((ch == '<' || ch == '>') && at(P, P->pos + 1) == '(') {
 				size_t open = P->pos;
 				P->pos += 2;
-				if (parse_subst(P, open, &flags) == -1 || wb_exp(P, &b, &flags) == -1)
+				/* its value is a path, /dev/fd/63 */
+				if (parse_subst(P, open, &flags, NULL) == -1 ||
+				        wb_dep(P, &b, &flags, CLS_DEP_VAR, "-", 1, 1) == -1)
 					return -1;
 				continue;
 			}
@@ -1057,7 +1298,9 @@ static int read_word(struct parser *P, struct token *t)
 					return ERR(P, start,
 					        "PS0-PS4, PROMPT_COMMAND, BASH_CMDS or BASH_ALIASES as a "
 					        "compound assignment: refused");
-				if (parse_array(P) == -1)
+				size_t nl = b.n - 1 - (b.p[b.n - 2] == '+');
+				char *name = cls_strdup(P->c, b.p, nl, P->base + start);
+				if (name == NULL || parse_array(P, name, nl) == -1)
 					return -1;
 				flags |= CLS_W_QUOTED; /* keep it from being read as a reserved word
 				                        */
@@ -1113,6 +1356,7 @@ static int read_word(struct parser *P, struct token *t)
 			break;
 		case '[':
 			if (P->assign_ok && is_name_so_far(&b, flags)) {
+				assign_sub = 1;
 				if (parse_subscript(P, &b, &flags) == -1)
 					return -1;
 				flags |= CLS_W_GLOB; /* as a command word it is a pattern, never a
@@ -1165,7 +1409,15 @@ static int read_word(struct parser *P, struct token *t)
 	t->w.len = b.n;
 	t->w.flags = flags;
 	t->w.off = P->base + start;
+	t->w.deps = P->deps;
 	t->doc = NULL;
+	/* $_ is the last word of the command before: any word may be it */
+	if ((flags & CLS_W_GLOB) && !assign_sub)
+		cls_val_set(P->c, "_", 1, CLS_VK_TEXT);
+	else if (P->deps != NULL)
+		cls_val_assign(P->c, "_", 1, &t->w, 0, b.n, 0);
+	P->deps = sdeps;
+	P->dtail = stail;
 	return 0;
 }
 
@@ -1638,6 +1890,8 @@ static int parse_redir(struct parser *P, struct redirs *r)
 	int on_stdin = fd == -1 || fd == 0;
 	if (op == R_OUT)
 		on_stdin = fd == 0;
+	if (op == R_OUT || op == R_RW)
+		r->flags |= CLS_C_OUTREDIR;
 	if (on_stdin && op != R_OUT)
 		r->flags |= CLS_C_STDIN;
 	if (on_stdin && op != R_OUT && (t->w.flags & CLS_W_DL))
@@ -1785,6 +2039,14 @@ static int is_compound_start(const struct token *t)
 	return t->kind == T_LPAREN || in_stops(t, starts);
 }
 
+/* A function is defined: its positional parameters are any words of the line (values.c),
+ * and a command of its name no longer prints what the command would. */
+static void func_defined(struct parser *P, const struct cls_word *name)
+{
+	cls_val_define(P->c, name->s, name->len, name->off);
+	val_copy(P->c, "@", 1, "_");
+}
+
 static int parse_function_body(struct parser *P)
 {
 	struct token *t;
@@ -1839,6 +2101,7 @@ static int parse_simple(struct parser *P)
 				if (w.flags & CLS_W_EXP)
 					return ERR(
 					        P, w.off - P->base, "function name is not static");
+				func_defined(P, &w);
 				if (cls_enter(P->c, w.off) == -1 || parse_function_body(P) == -1)
 					return -1;
 				cls_leave(P->c);
@@ -1860,6 +2123,8 @@ static int parse_simple(struct parser *P)
 	/* Substitutions inside the words were recorded first; the command follows them. */
 	*P->tail = cmd;
 	P->tail = &cmd->next;
+	P->elem_cmd = cmd;
+	P->elem_depth = P->c->depth;
 	return 0;
 }
 
@@ -1972,6 +2237,8 @@ static int parse_for(struct parser *P)
 	}
 	if (t->kind != T_WORD || (t->w.flags & CLS_W_EXP))
 		return unexpected(P, t);
+	const char *var = t->w.s;
+	size_t vl = t->w.len;
 	consume(P);
 	if (peek(P, &t) == -1)
 		return -1;
@@ -1992,6 +2259,7 @@ static int parse_for(struct parser *P)
 			/* the loop's variable takes an expansion's or a glob's value */
 			if (t->w.flags & (CLS_W_EXP | CLS_W_GLOB))
 				note_dynamic(P, t->off);
+			cls_val_assign(P->c, var, vl, &t->w, 0, t->w.len, 1);
 			consume(P);
 		}
 		if (t->kind != T_SEMI && t->kind != T_NL)
@@ -1999,6 +2267,7 @@ static int parse_for(struct parser *P)
 		consume(P);
 	} else {
 		note_dynamic(P, t->off); /* "$@" */
+		val_copy(P->c, var, vl, "@");
 		if (t->kind == T_SEMI)
 			consume(P);
 	}
@@ -2062,6 +2331,8 @@ static int parse_dbracket(struct parser *P)
 {
 	struct token *t;
 	size_t n = 0;
+	struct cls_word prev = {"", 0, 0, 0, NULL};
+	int pending = 0; /* the next word is evaluated: 1 as arithmetic, 2 as a name */
 	consume(P);
 	for (;;) {
 		if (peek(P, &t) == -1)
@@ -2089,6 +2360,22 @@ static int parse_dbracket(struct parser *P)
 		if (in_stops(t, evals)) {
 			P->c->evaluates = 1;
 			P->c->eval_name = 1;
+		}
+		/* values.c: an operand of -eq and friends is evaluated as arithmetic, that of -v
+		 * and -R as a name; =~ puts parts of its left operand in BASH_REMATCH */
+		if (t->kind == T_WORD) {
+			if (pending && cls_val_sink_word(P->c, &t->w, 0, t->w.len, pending == 1) == -1)
+				return -1;
+			pending = 0;
+			if (in_stops(t, evals)) {
+				pending = t->w.s[1] == 'v' || t->w.s[1] == 'R' ? 2 : 1;
+				if (pending == 1 &&
+				        cls_val_sink_word(P->c, &prev, 0, prev.len, 1) == -1)
+					return -1;
+			} else if (is_word(t, "=~")) {
+				cls_val_assign(P->c, "BASH_REMATCH", 12, &prev, 0, prev.len, 1);
+			}
+			prev = t->w;
 		}
 		consume(P);
 		n++;
@@ -2172,6 +2459,7 @@ static int parse_command(struct parser *P)
 			return -1;
 		if (t->kind != T_WORD || (t->w.flags & CLS_W_EXP))
 			return unexpected(P, t);
+		func_defined(P, &t->w);
 		consume(P);
 		if (peek(P, &t) == -1)
 			return -1;
@@ -2265,10 +2553,15 @@ static int parse_pipeline(struct parser *P)
 	if (prefix && (t->kind == T_EOF || t->kind == T_NL || t->kind == T_SEMI))
 		return 0;
 	struct cls_cmd **start = P->tail;
+	P->npipes++;
 	for (int first = 1;; first = 0) {
 		struct cls_cmd **from = P->tail;
+		int depth = P->c->depth;
+		P->elem_cmd = NULL;
 		if (parse_command(P) == -1)
 			return -1;
+		/* a simple command, not a compound's last (values.c: what a substitution prints) */
+		P->last_elem = P->elem_cmd != NULL && P->elem_depth == depth ? P->elem_cmd : NULL;
 		/* what runs before this element writes its standard input */
 		if (!first)
 			mark_cmds(*from,

@@ -54,7 +54,7 @@ static void add_host_port(
 		k += pl;
 	}
 	buf[k] = '\0';
-	struct cls_word w = {buf, k, 0, off};
+	struct cls_word w = {buf, k, 0, off, NULL};
 	cls_add_url_host(c, &w, 1);
 }
 
@@ -1341,7 +1341,7 @@ static int value_hosts(struct cls_ctx *c, const char *s, size_t len, size_t off)
 			j++;
 		if (j - i == 6 && memcmp(s + i, "direct", 6) == 0)
 			direct = 1;
-		struct cls_word w = {cls_strdup(c, s + i, j - i, off), j - i, 0, off};
+		struct cls_word w = {cls_strdup(c, s + i, j - i, off), j - i, 0, off, NULL};
 		if (w.s != NULL && j > i)
 			cls_add_url_host(c, &w, 0);
 		i = j;
@@ -2497,7 +2497,7 @@ static void image_registry(struct cls_ctx *c, const struct cls_word *w)
 		size_t l = (size_t)(slash - s);
 		if (memchr(s, '.', l) != NULL || memchr(s, ':', l) != NULL ||
 		        (l == 9 && memcmp(s, "localhost", 9) == 0)) {
-			struct cls_word h = {s, l, 0, w->off};
+			struct cls_word h = {s, l, 0, w->off, NULL};
 			char buf[272];
 			if (l < sizeof buf) {
 				memcpy(buf, s, l);

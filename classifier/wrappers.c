@@ -431,6 +431,7 @@ static int env_split(
 		v[n].len = bp - start;
 		v[n].flags = 0;
 		v[n].off = w->off;
+		v[n].deps = NULL;
 		buf[bp++] = '\0';
 		n++;
 		if (stop)
@@ -1911,7 +1912,8 @@ static int mark_replaced(struct cls_ctx *c, struct run *r, size_t k, const char 
 			}
 		}
 		t[o] = '\0';
-		w->flags |= CLS_W_EXP | (hit == w->s ? CLS_W_LEADEXP : 0);
+		w->flags |= CLS_W_EXP | CLS_W_TEXT | CLS_W_RTEXT | (hit == w->s ? CLS_W_LEADEXP : 0);
+		w->deps = NULL; /* a file name or an input word: run-time text (values.c) */
 		w->s = t;
 		w->len = o;
 	}
@@ -2206,7 +2208,7 @@ static int stdin_program(
 			/* a static program in another language: scanned as a one-liner's is */
 			size_t bl;
 			const char *base = word_base(&r->v[0], &bl);
-			struct cls_word text = {r->doc->s, r->doc->len, 0, r->doc->off};
+			struct cls_word text = {r->doc->s, r->doc->len, 0, r->doc->off, NULL};
 			return cls_scan_program(c, base, bl, &text);
 		}
 		/* the script's commands read the rest of it as their standard input */
@@ -2244,6 +2246,11 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 	 * (dash as sh, ksh, zsh, ...) always do */
 	if (so.aliases || !(bl >= 4 && memcmp(base + bl - 4, "bash", 4) == 0))
 		c->aliases_on = 1;
+	/* the words after the script are its positional parameters (values.c) */
+	if (k < r->n)
+		cls_val_args(c, r->v + k, r->n - k, r->flags);
+	else
+		cls_val_args(c, r->v, 0, r->flags);
 	if (so.cflag) {
 		if (k >= r->n) {
 			if (r->flags & CLS_C_XARGS)
@@ -2444,6 +2451,7 @@ static int w_shopt(struct cls_ctx *c, struct run *r)
 /* set -o posix (or +o, bundled, any expansion): POSIX mode expands aliases */
 static int w_set(struct cls_ctx *c, struct run *r)
 {
+	cls_val_builtin(c, r->v, r->n, r->flags, r->doc);
 	/* positional parameters from an expansion: values built at run time (A7) */
 	for (size_t i = 1; i < r->n; i++)
 		if ((r->v[i].flags & (CLS_W_EXP | CLS_W_GLOB)) && !c->dynamic) {
@@ -2538,6 +2546,8 @@ static int w_evaluates(struct cls_ctx *c, struct run *r)
 {
 	size_t bl;
 	const char *b = word_base(&r->v[0], &bl);
+	if (cls_val_builtin(c, r->v, r->n, r->flags, r->doc) == -1)
+		return -1;
 	/* printf -v NAME, test -v NAME, wait -p NAME; the others always take names */
 	const char *opt = name_is(b, bl, "printf") ? "-v" :
 	                  name_is(b, bl, "wait")   ? "-p" :
@@ -2592,6 +2602,8 @@ static int w_evaluates(struct cls_ctx *c, struct run *r)
 static int w_declare(struct cls_ctx *c, struct run *r)
 {
 	c->evaluates = 1; /* -n namerefs, -i integers, NAME[subscript] */
+	if (cls_val_builtin(c, r->v, r->n, r->flags, r->doc) == -1)
+		return -1;
 	if (hook_target(c, r, 1) == -1)
 		return -1;
 	/* -n namerefs and -i integers evaluate values (black-box finding A7) */
@@ -2619,7 +2631,7 @@ static int w_mapfile(struct cls_ctx *c, struct run *r)
 	static const struct cls_opts spec = {"dnOsutcC", NULL, NULL, 0, 0};
 	struct grab g = {.c = 'C'};
 	c->evaluates = 1;
-	if (hook_target(c, r, 0) == -1)
+	if (hook_target(c, r, 0) == -1 || cls_val_builtin(c, r->v, r->n, r->flags, r->doc) == -1)
 		return -1;
 	if (!c->dynamic) {
 		c->dynamic = 1; /* lines read at run time (black-box finding A7) */
@@ -2683,6 +2695,17 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 		nl--;
 	const char *val = eq + 1;
 	size_t vl = w->len - (size_t)(val - s);
+	/* the value model (values.c): NAME[subscript] evaluates it; the value is NAME's */
+	{
+		const char *sb = memchr(s, '[', nl);
+		size_t vn = sb != NULL ? (size_t)(sb - s) : nl;
+		if (sb != NULL && cls_val_sink_word(c, w, (size_t)(sb - s), nl, 1) == -1)
+			return -1;
+		if (nl < (size_t)(eq - s) && !cls_val_numeric_text(val, vl))
+			cls_val_set(c, s, vn, CLS_VK_TEXT); /* x+=: text joined to text */
+		else
+			cls_val_assign(c, s, vn, w, (size_t)(val - s), w->len, 0);
+	}
 	/* a value of numbers only (x=$((x+1)), n=${#s}) carries no code */
 	int nonstatic = memchr(val, CLS_EXP_MARK, vl) != NULL && (w->flags & CLS_W_TEXT);
 	if ((nonstatic || nl < (size_t)(eq - s) || (w->flags & CLS_W_DL)) && !c->dynamic) {
@@ -3028,7 +3051,7 @@ static int is_network_program(const char *b, size_t bl)
 		if (h->fn == rules[i])
 			return 1;
 	struct cls_cmd one = {NULL, 0, 0, NULL, NULL};
-	struct cls_word w = {b, bl, 0, 0};
+	struct cls_word w = {b, bl, 0, 0, NULL};
 	one.argv = &w;
 	one.argc = 1;
 	return (bl > 4 && memcmp(b, "git-", 4) == 0) || cls_cmds_download(&one, NULL);
