@@ -196,6 +196,7 @@ int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, 
 		return cls_refuse(c, base, "script contains a NUL byte");
 	if (cls_enter(c, base) == -1 || cls_parse(c, src, len, base, &list) == -1)
 		return -1;
+	c->scripts++; /* another shell, or later: the line's variables may differ there */
 	for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next) {
 		/* an asynchronous command reads /dev/null, not the script's standard input */
 		unsigned in = inherit;
@@ -204,6 +205,7 @@ int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, 
 		if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags | in, cmd->doc) == -1)
 			return -1;
 	}
+	c->scripts--;
 	cls_leave(c);
 	return 0;
 }

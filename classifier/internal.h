@@ -127,6 +127,13 @@ struct cls_var {
 	unsigned char sunk; /* bash evaluates its value as code */
 	unsigned char set;  /* assigned on the line */
 	size_t sink_off;    /* where it is evaluated */
+	/* following a for loop's file names (cls_val_file_operand) */
+	unsigned char nassign;   /* assignments other than by a for loop's words (saturating) */
+	unsigned char nloops;    /* for loops over it (saturating) */
+	unsigned char loop_safe; /* each word of its loop is a file name under a static prefix */
+	unsigned char touched;   /* unset, or declared without a value (local x) */
+	unsigned char relied;    /* a program's operand was taken as one of those names */
+	size_t body_lo, body_hi; /* its loop's body in the line */
 };
 
 /* A variable's value built from others: kind(to) >= what the word's expansions give. */
@@ -192,6 +199,7 @@ struct cls_ctx {
 	int sink_all;             /* declare -i or -n: every assignment may evaluate */
 	int assoc;                /* an associative array may be declared: keys are text */
 	int dyn_target;           /* a variable whose name is not static is assigned */
+	int scripts;              /* nesting of scripts being run (bash -c, eval, ...) */
 	int numcmd_used;          /* a command's output was taken as a number (wc -l, nproc...) */
 	int numcmd_shadowed;      /* PATH, or a function or alias named like such a command */
 	size_t numcmd_off;
@@ -283,6 +291,18 @@ int cls_val_builtin(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 /* Words v[0..n) become a script's positional parameters (bash -c SCRIPT NAME ARGS...); under
  * xargs (flags) more come from its input. */
 void cls_val_args(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags);
+/* A for loop over variable name[0..nl): begin (before its words, each given to
+ * cls_val_loop_word), and end with the range of its body in the line. */
+void cls_val_loop_begin(struct cls_ctx *c, const char *name, size_t nl);
+void cls_val_loop_word(struct cls_ctx *c, const char *name, size_t nl, const struct cls_word *w);
+void cls_val_loop_end(struct cls_ctx *c, const char *name, size_t nl, size_t lo, size_t hi);
+/* Variable name[0..nl) is unset or declared without a value. */
+void cls_val_touch(struct cls_ctx *c, const char *name, size_t nl);
+/* Whether program operand w ("$f") is certainly a file name under a static prefix that does not
+ * begin with `-' (tests/x.py): the value of a for loop over such globs (for f in tests/NAME.py with a glob),
+ * used in that loop's body by the line's own shell.  The line is refused at its end when
+ * anything else assigns, unsets or may rename the variable. */
+int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w);
 /* The end of the line: refuses when an evaluated value may be run-time text.  0 or -1. */
 int cls_val_check(struct cls_ctx *c);
 

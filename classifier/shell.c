@@ -2239,6 +2239,8 @@ static int parse_for(struct parser *P)
 		return unexpected(P, t);
 	const char *var = t->w.s;
 	size_t vl = t->w.len;
+	if (!is_for)
+		cls_val_set(P->c, "REPLY", 5, CLS_VK_TEXT); /* select: what the user typed */
 	consume(P);
 	if (peek(P, &t) == -1)
 		return -1;
@@ -2251,6 +2253,7 @@ static int parse_for(struct parser *P)
 		return unexpected(P, t);
 	if (is_word(t, "in")) {
 		consume(P);
+		cls_val_loop_begin(P->c, var, vl);
 		for (;;) {
 			if (peek(P, &t) == -1)
 				return -1;
@@ -2259,7 +2262,7 @@ static int parse_for(struct parser *P)
 			/* the loop's variable takes an expansion's or a glob's value */
 			if (t->w.flags & (CLS_W_EXP | CLS_W_GLOB))
 				note_dynamic(P, t->off);
-			cls_val_assign(P->c, var, vl, &t->w, 0, t->w.len, 1);
+			cls_val_loop_word(P->c, var, vl, &t->w);
 			consume(P);
 		}
 		if (t->kind != T_SEMI && t->kind != T_NL)
@@ -2271,7 +2274,11 @@ static int parse_for(struct parser *P)
 		if (t->kind == T_SEMI)
 			consume(P);
 	}
-	return parse_loop_body(P);
+	size_t lo = P->base + P->pos;
+	if (parse_loop_body(P) == -1)
+		return -1;
+	cls_val_loop_end(P->c, var, vl, lo, P->base + P->pos);
+	return 0;
 }
 
 static int parse_case(struct parser *P)

@@ -75,10 +75,17 @@ static void note_set(struct cls_ctx *c, int i, const char *name, size_t nl)
 		c->vars[i].set = 1;
 }
 
+static void count_assign(struct cls_ctx *c, int i)
+{
+	if (i >= 0 && c->vars[i].nassign < 255)
+		c->vars[i].nassign++;
+}
+
 void cls_val_set(struct cls_ctx *c, const char *name, size_t nl, enum cls_vkind kind)
 {
 	int i = var_find(c, name, nl, 1);
 	note_set(c, i, name, nl);
+	count_assign(c, i);
 	if (i >= 0 && c->vars[i].kind < kind)
 		c->vars[i].kind = (unsigned char)kind;
 }
@@ -118,13 +125,22 @@ int cls_val_numeric_text(const char *s, size_t len)
 	return literal_numeric(s, 0, len) && memchr(s, CLS_EXP_MARK, len) == NULL;
 }
 
+static void assign_value(struct cls_ctx *c, int i, const struct cls_word *w, size_t from,
+        size_t to, int glob);
+
 void cls_val_assign(struct cls_ctx *c, const char *name, size_t nl, const struct cls_word *w,
         size_t from, size_t to, int glob)
 {
 	int i = var_find(c, name, nl, 1);
 	note_set(c, i, name, nl);
-	if (i < 0)
-		return;
+	count_assign(c, i);
+	if (i >= 0)
+		assign_value(c, i, w, from, to, glob);
+}
+
+static void assign_value(struct cls_ctx *c, int i, const struct cls_word *w, size_t from,
+        size_t to, int glob)
+{
 	struct cls_var *v = &c->vars[i];
 	if (v->kind == CLS_VK_TEXT)
 		return;
@@ -150,7 +166,7 @@ void cls_val_assign(struct cls_ctx *c, const char *name, size_t nl, const struct
 			v->kind = (unsigned char)k;
 		return;
 	}
-	if (c->nedges >= CLS_MAX_VEDGES / 2 && nl == 1 && name[0] == '_') {
+	if (c->nedges >= CLS_MAX_VEDGES / 2 && v->nlen == 1 && v->name[0] == '_') {
 		v->kind = CLS_VK_TEXT; /* $_ may be any word: keep the room for variables */
 		return;
 	}
@@ -458,6 +474,78 @@ int cls_val_numeric_cmd(struct cls_ctx *c, const struct cls_cmd *cmd)
 	return ok;
 }
 
+/* ---- for loops over file names -------------------------------------------------------------- */
+
+void cls_val_loop_begin(struct cls_ctx *c, const char *name, size_t nl)
+{
+	int i = var_find(c, name, nl, 1);
+	if (i < 0)
+		return;
+	struct cls_var *v = &c->vars[i];
+	if (v->nloops < 255)
+		v->nloops++;
+	if (v->nloops == 1)
+		v->loop_safe = 1;
+}
+
+/* Whether word w names a file under a static prefix: static text before any glob character,
+ * not beginning with `-' (an option) nor /dev/ or /proc/ (a descriptor). */
+static int file_word(const struct cls_word *w)
+{
+	if (w->deps != NULL || (w->flags & (CLS_W_EXP | CLS_W_BRACE)) || w->len == 0 ||
+	        w->s[0] == '-' || (w->len >= 5 && memcmp(w->s, "/dev/", 5) == 0) ||
+	        (w->len >= 6 && memcmp(w->s, "/proc/", 6) == 0))
+		return 0;
+	size_t k = 0;
+	while (k < w->len && strchr("*?[", w->s[k]) == NULL)
+		k++;
+	return k > 0;
+}
+
+void cls_val_loop_word(struct cls_ctx *c, const char *name, size_t nl, const struct cls_word *w)
+{
+	int i = var_find(c, name, nl, 1);
+	note_set(c, i, name, nl);
+	if (i < 0)
+		return;
+	if (!file_word(w))
+		c->vars[i].loop_safe = 0;
+	assign_value(c, i, w, 0, w->len, 1);
+}
+
+void cls_val_loop_end(struct cls_ctx *c, const char *name, size_t nl, size_t lo, size_t hi)
+{
+	int i = var_find(c, name, nl, 0);
+	if (i >= 0 && c->vars[i].nloops == 1) {
+		c->vars[i].body_lo = lo;
+		c->vars[i].body_hi = hi;
+	}
+}
+
+void cls_val_touch(struct cls_ctx *c, const char *name, size_t nl)
+{
+	int i = var_find(c, name, nl, 1);
+	if (i >= 0)
+		c->vars[i].touched = 1;
+}
+
+int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
+{
+	const struct cls_dep *d = w->deps;
+	if (w->len != 1 || w->s[0] != CLS_EXP_MARK || d == NULL || d->next != NULL ||
+	        d->kind != CLS_DEP_VAR || !d->copy || c->scripts > 0)
+		return 0;
+	int i = var_find(c, d->name, d->nlen, 0);
+	if (i < 0)
+		return 0;
+	struct cls_var *v = &c->vars[i];
+	if (v->nloops != 1 || !v->loop_safe || v->nassign || v->touched || w->off < v->body_lo ||
+	        w->off >= v->body_hi)
+		return 0;
+	v->relied = 1;
+	return 1;
+}
+
 /* ---- the check ---------------------------------------------------------------------------- */
 
 /* Variables bash keeps as numbers (unless the line assigns them). */
@@ -517,6 +605,14 @@ int cls_val_check(struct cls_ctx *c)
 		return cls_refuse(c, c->numcmd_off,
 		        "a command's output is taken as a number, but the line sets PATH or "
 		        "defines a function or alias that may stand for that command");
+	for (unsigned i = 0; i < c->nvars; i++) {
+		const struct cls_var *v = &c->vars[i];
+		if (v->relied && (v->nloops != 1 || !v->loop_safe || v->nassign || v->touched ||
+		                         c->sink_all || c->dyn_target || c->vars_over))
+			return cls_refuse(c, v->body_lo,
+			        "a program's operand was taken as a file name from a for loop, but "
+			        "the line also sets, unsets or renames the loop's variable");
+	}
 	if (!c->sinks)
 		return 0;
 	if (c->vars_over)
@@ -651,10 +747,16 @@ int cls_val_builtin(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 		return 0;
 	}
 	if (name_eq(b, bl, "unset")) {
-		for (size_t i = 1; i < n; i++)
-			if (!(v[i].len > 0 && v[i].s[0] == '-' && !(v[i].flags & CLS_W_EXP)) &&
-			        name_target(c, &v[i], v[i].s, v[i].len, CLS_VK_ENV) == -1)
+		for (size_t i = 1; i < n; i++) {
+			if (v[i].len > 0 && v[i].s[0] == '-' && !(v[i].flags & CLS_W_EXP))
+				continue;
+			if (name_target(c, &v[i], v[i].s, v[i].len, CLS_VK_ENV) == -1)
 				return -1;
+			size_t nl = 0;
+			while (nl < v[i].len && is_name_char(v[i].s[nl]))
+				nl++;
+			cls_val_touch(c, v[i].s, nl);
+		}
 		return 0;
 	}
 	if (name_eq(b, bl, "read")) {
@@ -729,6 +831,12 @@ int cls_val_builtin(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 			if (memchr(w->s, CLS_EXP_MARK, eq ? (size_t)(eq - w->s) : w->len) != NULL &&
 			        w->s[0] != '-' && w->s[0] != '+')
 				c->dyn_target = 1; /* declare "$n=..." */
+			if (eq == NULL && w->len > 0 && w->s[0] != '-' && w->s[0] != '+') {
+				size_t nl = 0;
+				while (nl < w->len && is_name_char(w->s[nl]))
+					nl++;
+				cls_val_touch(c, w->s, nl); /* local x: empty in a function */
+			}
 			if (w->len < 2 || (w->s[0] != '-' && w->s[0] != '+'))
 				continue;
 			if (memchr(w->s, 'i', w->len) || memchr(w->s, 'n', w->len) ||
@@ -737,8 +845,10 @@ int cls_val_builtin(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 			if (memchr(w->s, 'A', w->len) || memchr(w->s, CLS_EXP_MARK, w->len))
 				c->assoc = 1;
 		}
-		if (c->sink_all)
+		if (c->sink_all) {
 			c->sinks = 1;
+			c->numcmd_shadowed = 1; /* a nameref may stand for PATH */
+		}
 		return 0;
 	}
 	if (name_eq(b, bl, "set")) {
