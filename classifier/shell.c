@@ -2253,7 +2253,9 @@ static int parse_for(struct parser *P)
 		return unexpected(P, t);
 	if (is_word(t, "in")) {
 		consume(P);
-		cls_val_loop_begin(P->c, var, vl);
+		/* select may leave its variable empty (a bad choice): not followed */
+		if (is_for)
+			cls_val_loop_begin(P->c, var, vl);
 		for (;;) {
 			if (peek(P, &t) == -1)
 				return -1;
@@ -2262,7 +2264,10 @@ static int parse_for(struct parser *P)
 			/* the loop's variable takes an expansion's or a glob's value */
 			if (t->w.flags & (CLS_W_EXP | CLS_W_GLOB))
 				note_dynamic(P, t->off);
-			cls_val_loop_word(P->c, var, vl, &t->w);
+			if (is_for)
+				cls_val_loop_word(P->c, var, vl, &t->w);
+			else
+				cls_val_assign(P->c, var, vl, &t->w, 0, t->w.len, 1);
 			consume(P);
 		}
 		if (t->kind != T_SEMI && t->kind != T_NL)
