@@ -134,6 +134,11 @@ struct cls_var {
 	unsigned char touched;   /* unset, or declared without a value (local x) */
 	unsigned char relied;    /* a program's operand was taken as one of those names */
 	size_t body_lo, body_hi; /* its loop's body in the line */
+	/* following a static value (script=build.py; python3 $script) */
+	const char *ftext; /* the value of a statement of the line's own shell that certainly
+	                      runs, or NULL */
+	size_t flen, foff;  /* its length, and where the statement is */
+	unsigned char fmulti; /* more than one such statement */
 };
 
 /* A variable's value built from others: kind(to) >= what the word's expansions give. */
@@ -303,6 +308,9 @@ void cls_val_touch(struct cls_ctx *c, const char *name, size_t nl);
  * used in that loop's body by the line's own shell.  The line is refused at its end when
  * anything else assigns, unsets or may rename the variable. */
 int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w);
+/* Assignment word w (NAME=VALUE) is a statement of the line's own shell that runs before
+ * anything after it: a static VALUE may be followed where $NAME is a program's operand. */
+void cls_val_follow_static(struct cls_ctx *c, const struct cls_word *w);
 /* The end of the line: refuses when an evaluated value may be run-time text.  0 or -1. */
 int cls_val_check(struct cls_ctx *c);
 

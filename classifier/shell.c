@@ -81,6 +81,8 @@ struct parser {
 	unsigned npipes;               /* pipelines parsed */
 	struct cls_cmd *elem_cmd;      /* the simple command the last command parsed was */
 	struct cls_cmd *last_elem;     /* ... at the end of the last pipeline */
+	unsigned nelems;               /* pipeline elements parsed */
+	const struct cls_word *stmt;   /* the assignment of an assignment-only command */
 	int elem_depth;                /* the nesting elem_cmd was parsed at */
 };
 
@@ -2067,10 +2069,13 @@ static int parse_simple(struct parser *P)
 	struct redirs r = {0, NULL};
 	size_t cap = 0;
 	struct token *t;
+	struct cls_word *stmt = NULL;
+	int nassign = 0, redirs = 0;
 	for (;;) {
 		if (peek(P, &t) == -1)
 			return -1;
 		if (t->kind == T_REDIR) {
+			redirs = 1;
 			if (parse_redir(P, &r) == -1)
 				return -1;
 			continue;
@@ -2082,6 +2087,8 @@ static int parse_simple(struct parser *P)
 			consume(P);
 			if (cls_assignment(P->c, &aw) == -1)
 				return -1;
+			if (nassign++ == 0 && (stmt = cls_alloc(P->c, sizeof *stmt, aw.off)) != NULL)
+				*stmt = aw;
 			continue;
 		}
 		struct cls_word w = t->w;
@@ -2113,6 +2120,8 @@ static int parse_simple(struct parser *P)
 	}
 	if (cmd->argc == 0) {
 		/* assignments and redirections only: their substitutions are already recorded */
+		if (nassign == 1 && !redirs)
+			P->stmt = stmt;
 		return 0;
 	}
 	if (++P->c->ncmds > CLS_MAX_COMMANDS)
@@ -2570,6 +2579,7 @@ static int parse_pipeline(struct parser *P)
 		struct cls_cmd **from = P->tail;
 		int depth = P->c->depth;
 		P->elem_cmd = NULL;
+		P->nelems++;
 		if (parse_command(P) == -1)
 			return -1;
 		/* a simple command, not a compound's last (values.c: what a substitution prints) */
@@ -2632,11 +2642,19 @@ static int parse_list(struct parser *P, const char *const *stops, size_t *count)
 		if (t->kind != T_WORD && t->kind != T_LPAREN && t->kind != T_REDIR)
 			return unexpected(P, t);
 		struct cls_cmd **from = P->tail;
+		unsigned npipes = P->npipes, nelems = P->nelems;
+		P->stmt = NULL;
 		if (parse_and_or(P) == -1)
 			return -1;
 		(*count)++;
 		if (peek(P, &t) == -1)
 			return -1;
+		/* NAME=VALUE alone, in the line's own shell (not a script, a compound or a
+		 * substitution), not in the background: it runs before what follows (values.c) */
+		if (P->stmt != NULL && P->c->depth == 0 && P->npipes == npipes + 1 &&
+		        P->nelems == nelems + 1 && t->kind != T_AMP)
+			cls_val_follow_static(P->c, P->stmt);
+		P->stmt = NULL;
 		if (t->kind == T_AMP)
 			mark_cmds(*from, CLS_C_ASYNC, NULL);
 		if (t->kind == T_SEMI || t->kind == T_AMP)

@@ -529,6 +529,39 @@ void cls_val_touch(struct cls_ctx *c, const char *name, size_t nl)
 		c->vars[i].touched = 1;
 }
 
+void cls_val_follow_static(struct cls_ctx *c, const struct cls_word *w)
+{
+	const char *eq = memchr(w->s, '=', w->len);
+	if (eq == NULL || w->deps != NULL || (w->flags & (CLS_W_EXP | CLS_W_GLOB | CLS_W_BRACE)))
+		return;
+	size_t nl = (size_t)(eq - w->s);
+	for (size_t k = 0; k < nl; k++)
+		if (!is_name_char(w->s[k]))
+			return; /* a[i]=, x+= */
+	int i = var_find(c, w->s, nl, 1);
+	if (i < 0)
+		return;
+	struct cls_var *v = &c->vars[i];
+	if (v->ftext != NULL)
+		v->fmulti = 1;
+	v->ftext = eq + 1;
+	v->flen = w->len - nl - 1;
+	v->foff = w->off;
+}
+
+/* Whether s[0..len) is a plain file name: not empty, not an option, not a descriptor, nothing
+ * word splitting or a glob would change. */
+static int plain_file(const char *s, size_t len)
+{
+	if (len == 0 || s[0] == '-' || (len >= 5 && memcmp(s, "/dev/", 5) == 0) ||
+	        (len >= 6 && memcmp(s, "/proc/", 6) == 0))
+		return 0;
+	for (size_t k = 0; k < len; k++)
+		if (!is_name_char(s[k]) && strchr("./-+@%:,=", s[k]) == NULL)
+			return 0;
+	return 1;
+}
+
 int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
 {
 	const struct cls_dep *d = w->deps;
@@ -539,6 +572,11 @@ int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
 	if (i < 0)
 		return 0;
 	struct cls_var *v = &c->vars[i];
+	if (v->ftext != NULL && !v->fmulti && v->nassign == 1 && !v->nloops && !v->touched &&
+	        w->off > v->foff && plain_file(v->ftext, v->flen)) {
+		v->relied = 1;
+		return 1;
+	}
 	if (v->nloops != 1 || !v->loop_safe || v->nassign || v->touched || w->off < v->body_lo ||
 	        w->off >= v->body_hi)
 		return 0;
@@ -607,11 +645,14 @@ int cls_val_check(struct cls_ctx *c)
 		        "defines a function or alias that may stand for that command");
 	for (unsigned i = 0; i < c->nvars; i++) {
 		const struct cls_var *v = &c->vars[i];
-		if (v->relied && (v->nloops != 1 || !v->loop_safe || v->nassign || v->touched ||
-		                         c->sink_all || c->dyn_target || c->vars_over))
+		int again = v->ftext != NULL ? v->fmulti || v->nassign != 1 || v->nloops ||
+		                                       var_find(c, "IFS", 3, 0) >= 0 :
+		                               v->nloops != 1 || !v->loop_safe || v->nassign;
+		if (v->relied && (again || v->touched || c->sink_all || c->dyn_target || c->vars_over))
 			return cls_refuse(c, v->body_lo,
-			        "a program's operand was taken as a file name from a for loop, but "
-			        "the line also sets, unsets or renames the loop's variable");
+			        "a program's operand was taken as a file name from a variable (a for loop's, a "
+			        "static statement's), but "
+			        "the line also sets, unsets or renames the variable");
 	}
 	if (!c->sinks)
 		return 0;
