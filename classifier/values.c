@@ -44,12 +44,15 @@ static int var_find(struct cls_ctx *c, const char *name, size_t nl, int add)
 		c->vars_over = 1;
 		return -1;
 	}
+	/* a wrapper may hand a word whose text is on its stack: the name is copied */
+	char *copy = cls_strdup(c, name, nl, 0);
+	if (copy == NULL)
+		return -1;
 	struct cls_var *v = &c->vars[c->nvars];
-	v->name = name;
+	memset(v, 0, sizeof *v);
+	v->name = copy;
 	v->nlen = (unsigned char)nl;
 	v->kind = CLS_VK_ENV;
-	v->sunk = v->set = 0;
-	v->sink_off = 0;
 	return (int)c->nvars++;
 }
 
