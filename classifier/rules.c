@@ -1253,8 +1253,8 @@ static void wget_askpass(struct wget_state *st, const char *s, size_t len, size_
 		st->rc = -1;
 		return;
 	}
-	argv[0] = (struct cls_word){prog, len, 0, off};
-	argv[1] = (struct cls_word){"Username:", 9, 0, off};
+	argv[0] = (struct cls_word){prog, len, 0, off, NULL};
+	argv[1] = (struct cls_word){"Username:", 9, 0, off, NULL};
 	if (cls_enter(st->c, off) == -1 || cls_run_cmd(st->c, argv, 2, 0, NULL) == -1) {
 		st->rc = -1;
 		return;
