@@ -433,7 +433,7 @@ static int git_config_cmd(
 	kv[kl] = '=';
 	memcpy(kv + kl + 1, op[1]->s, vl);
 	kv[kl + vl + 1] = '\0';
-	struct cls_word w = {kv, kl + vl + 1, op[0]->flags | op[1]->flags, op[0]->off};
+	struct cls_word w = {kv, kl + vl + 1, op[0]->flags | op[1]->flags, op[0]->off, NULL};
 	if (memchr(kv, '.', kl) == NULL && memchr(kv, CLS_EXP_MARK, kl) == NULL)
 		return 0; /* not a key: git refuses it */
 	if (git_config_value(c, &w, 0) == -1)

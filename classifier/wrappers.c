@@ -1192,7 +1192,7 @@ static int make_variable(struct cls_ctx *c, const struct cls_word *w, size_t nl)
 			        (int)nl, name);
 	if (name_is(name, nl, "SHELL")) {
 		size_t vb;
-		struct cls_word sw = {val, vl, 0, w->off};
+		struct cls_word sw = {val, vl, 0, w->off, NULL};
 		const char *sb = word_base(&sw, &vb);
 		static const char *const shells[] = {
 		        "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", NULL};
