@@ -318,8 +318,14 @@ def gh_tags(args):
         if method is not None:
             return {"http:read"} if method.upper() in ("GET", "HEAD") else {"http:write"}
         return {"http:write"} if fields else {"http:read"}
+    if sub in ("alias", "config", "help", "completion", "version"):
+        return set()  # local: gh's own configuration
     verbs = [a for a in rest if not a.startswith("-")]
     verb = verbs[0] if verbs else None
+    if sub == "repo" and verb == "sync" and len(verbs) > 1:
+        return {"git:fetch", "http:write"}  # a fork on the server: the merge-upstream API
+    if sub == "repo" and verb == "create" and "--push" in rest:
+        return {"git:push", "http:write"}
     if verb in ("clone", "checkout", "sync"):
         return {"git:fetch"}
     if verb in ("create", "delete", "edit", "upload", "merge", "close", "comment", "review"):
