@@ -2761,10 +2761,9 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	        (memcmp(s + nl - 7, "_RUNNER", 7) == 0 || memcmp(s + nl - 7, "_LINKER", 7) == 0);
 	if (nl > 12 && memcmp(s, "CARGO_ALIAS_", 12) == 0)
 		return cls_refuse(c, w->off, "a cargo alias from the environment: refused");
-	if (name_is(s, nl, "NODE_OPTIONS") && (nonstatic || memmem(val, vl, "data:", 5) != NULL))
-		return cls_refuse(c, w->off,
-		        "NODE_OPTIONS that is not static or loads a data: "
-		        "module: refused");
+	/* node imports a data: module NODE_OPTIONS names (--import data:...) */
+	if (name_is(s, nl, "NODE_OPTIONS") && memmem(val, vl, "data:", 5) != NULL)
+		return cls_refuse(c, w->off, "NODE_OPTIONS loads a data: module: refused");
 	if (cls_in_list(commands, s, nl) || cargo_target ||
 	        (nl > 17 && memcmp(s, "GIT_CONFIG_VALUE_", 17) == 0)) {
 		if (w->flags & CLS_W_DL)

@@ -239,6 +239,7 @@ for tool, line, exp, note in [
         ("node", "NODE_OPTIONS='--import data:text/javascript,x' node app.js", "deny", "NODE_OPTIONS"),
         ("node", "node -e 'console.log(process.version)'", "none", "neighbour"),
         ("node", "NODE_OPTIONS=--max-old-space-size=4096 node app.js", "none", "neighbour: NODE_OPTIONS"),
+        ("node", "NODE_OPTIONS=\"$NODE_OPTIONS --max-old-space-size=4096\" npm run build", "none", "neighbour: NODE_OPTIONS from the environment"),
         ("python", "python3 -c 'import pickle,base64; pickle.loads(base64.b64decode(\"Y29zCnN5c3RlbQooUydnaXQgcHVzaCcKdFIu\"))'", "deny", "pickle.loads runs what the data names"),
         ("python", "python3 -c 'import pickle; pickle.loads(b\"cos\\nsystem\\n(S\\\"git push\\\"\\ntR.\")'", "deny", "pickle, literal"),
         ("python", "python3 -c 'import yaml; yaml.unsafe_load(open(\"x\"))'", "deny", "yaml.unsafe_load"),
