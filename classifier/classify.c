@@ -1,5 +1,6 @@
 /* cls_classify: the context (arena, limits, findings) around one classification, and the
  * result handed back to the caller. */
+#include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -189,6 +190,51 @@ done:
 	add_dest(c, &d);
 }
 
+/* Whether text (lower case) starts at s[i], quotes and backslashes between its letters
+ * skipped: quote removal joins `POSIXLY_"CORRECT"' into one name. */
+static int shown_at(const char *s, size_t len, size_t i, const char *text)
+{
+	for (; *text != '\0'; text++, i++) {
+		while (i < len && (s[i] == '\'' || s[i] == '"' || s[i] == '\\'))
+			i++;
+		if (i >= len || tolower((unsigned char)s[i]) != *text)
+			return 0;
+	}
+	return 1;
+}
+
+void cls_note_shown(struct cls_ctx *c, const char *s, size_t len)
+{
+	static const struct {
+		const char *text;
+		unsigned bit;
+	} texts[] = {{"tcp", CLS_SHOW_NETDEV}, {"udp", CLS_SHOW_NETDEV},
+	        {"posixly_correct", CLS_SHOW_POSIX}, {"shellopts", CLS_SHOW_POSIX},
+	        {"bashopts", CLS_SHOW_POSIX}, {"expand_aliases", CLS_SHOW_POSIX},
+	        {"textdomain", CLS_SHOW_LOCALE}};
+	for (size_t i = 0; i < len; i++) {
+		char lc = (char)tolower((unsigned char)s[i]);
+		for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+			if (lc == texts[k].text[0] && !(c->shows & texts[k].bit) &&
+			        shown_at(s, len, i, texts[k].text))
+				c->shows |= texts[k].bit;
+	}
+}
+
+/* Whether a command word the line ran may be an alias it defined: one of the names alias (or
+ * BASH_ALIASES) gave, or any when a name was not static. */
+static int alias_ran(const struct cls_ctx *c)
+{
+	for (const struct cls_name *p = c->programs; p != NULL; p = p->next) {
+		if (c->alias_any)
+			return 1;
+		for (const struct cls_name *a = c->aliases; a != NULL; a = a->next)
+			if (a->len == p->len && memcmp(a->s, p->s, p->len) == 0)
+				return 1;
+	}
+	return 0;
+}
+
 int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, unsigned inherit)
 {
 	struct cls_cmd *list = NULL;
@@ -326,6 +372,7 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		cls_refuse(c, (size_t)(nul - line), "input contains a NUL byte");
 	} else {
 		struct cls_cmd *list = NULL;
+		cls_note_shown(c, line, len);
 		if (cls_parse(c, line, len, 0, &list) == 0) {
 			for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
 				if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) ==
@@ -341,6 +388,23 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 			cls_refuse(c, c->latent_off,
 			        "a string holding a command substitution may be evaluated "
 			        "(arithmetic, a subscript, indirection)");
+		/* bash expands aliases once POSIXLY_CORRECT has any value, however the line gave
+		 * it one (read, printf -v, a for variable, ${x:=}, let, a nameref, an export to a
+		 * child bash), and at whatever point of a loop or an eval (black-box round 4) */
+		if ((c->aliases_on || (c->shows & CLS_SHOW_POSIX)) && alias_ran(c))
+			cls_refuse(c, 0,
+			        "the line defines an alias, runs a command of that name and may switch "
+			        "alias expansion on (POSIXLY_CORRECT, SHELLOPTS, expand_aliases)");
+		/* $"..." is translated with the catalog TEXTDOMAIN and TEXTDOMAINDIR name: one the
+		 * line sets may turn `pull' into `push' (black-box round 4) */
+		if (c->locale_str && (c->shows & CLS_SHOW_LOCALE))
+			cls_refuse(c, c->locale_off,
+			        "$\"...\" on a line that sets TEXTDOMAIN or TEXTDOMAINDIR: bash translates "
+			        "it with a catalog the line chooses");
+		/* a redirection to an expansion on a line that shows tcp or udp: the value may be
+		 * /dev/tcp/HOST/PORT, which bash opens as a connection (black-box round 4) */
+		if (c->redir_exp && (c->shows & CLS_SHOW_NETDEV))
+			c->tags |= ALLOW_TAG_NET_RAW;
 	}
 	int rc = finish(c, result);
 	free_ctx(c);

@@ -211,6 +211,12 @@ struct cls_ctx {
 	/* an assignment's value names a network program or the loader (x=/usr/bin/curl): a copy
 	 * or link of an expansion may then be of that program (black-box finding) */
 	int program_value;
+	/* texts the line shows (cls_note_shown) and what they may combine with, checked once the
+	 * line is read */
+	unsigned shows;       /* CLS_SHOW_* */
+	int redir_exp;        /* a redirection target begins with an expansion (> "$x") */
+	int locale_str;       /* a $"..." string, which bash translates with TEXTDOMAIN */
+	size_t locale_off;
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
@@ -253,6 +259,18 @@ int cls_hook_name(const char *s, size_t len);
 /* Classifies the substitutions in text that bash will expand as a double-quoted string (a
  * prompt string, a here-document body): each $(...) and `...` as run.  0 or -1. */
 int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off);
+/* The same for a prompt string (PS0-PS4): bash first decodes its backslash escapes, and an
+ * octal one may stand for `$' or a backquote (\044, \140).  0 or -1. */
+int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off);
+
+/* Texts a line shows, in its own text or in a word as decoded ($'\x74cp'), any case. */
+#define CLS_SHOW_NETDEV 0x01u /* tcp or udp: a /dev/tcp/HOST/PORT path may be put together */
+#define CLS_SHOW_POSIX 0x02u  /* POSIXLY_CORRECT, SHELLOPTS, BASHOPTS or expand_aliases: alias
+                                 expansion may be switched on by a value set at run time */
+#define CLS_SHOW_LOCALE 0x04u /* TEXTDOMAIN or TEXTDOMAINDIR: $"..." may be translated with a
+                                 catalog of the line's choosing */
+/* Notes which of the CLS_SHOW_* texts s[0..len) holds. */
+void cls_note_shown(struct cls_ctx *c, const char *s, size_t len);
 
 /* Notes a static text that holds a substitution bash has not run (yet). */
 void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off);

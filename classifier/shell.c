@@ -776,12 +776,16 @@ static int hexval(char ch)
 static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
 {
 	int cut = 0;
+	size_t from = b->n;
 	for (;;) {
 		if (P->pos >= P->len)
 			return ERR(P, open, "unterminated $'");
 		char ch = P->s[P->pos++];
-		if (ch == '\'')
+		if (ch == '\'') {
+			/* the decoded text shows what the line's own text may not ($'\x74cp') */
+			cls_note_shown(P->c, b->p + from, b->n - from);
 			return 0;
+		}
 		if (ch != '\\') {
 			if (!cut && wb_putc(P, b, ch) == -1)
 				return -1;
@@ -903,6 +907,12 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		P->pos += 2;
 		*flags |= CLS_W_QUOTED;
 		return parse_ansic(P, b, open);
+	}
+	if (n == '"' && !P->c->locale_str) {
+		/* translated with TEXTDOMAIN's catalog (between double quotes too, inside a
+		 * ${ } that extended_quote reads): checked once the line is read */
+		P->c->locale_str = 1;
+		P->c->locale_off = P->base + open;
 	}
 	if (n == '"' && !dq) {
 		P->pos += 2;
@@ -1979,16 +1989,66 @@ static int is_assignment(const struct cls_word *w)
 	return i < w->len && s[i] == '=';
 }
 
+/* A prompt's octal escape at s[i] (after its backslash): bash takes three characters and
+ * reads them as octal digits (fewer only at the end), keeping the low byte.  For a `$' or a
+ * backquote (\044, \140, \444) returns that byte and sets *end past the digits when end is
+ * not NULL; -1 for any other byte or no escape, which holds no substitution. */
+static int prompt_octal(const char *s, size_t len, size_t i, size_t *end)
+{
+	int v = 0;
+	size_t k = i;
+	while (k < len && k < i + 3 && s[k] >= '0' && s[k] <= '7')
+		v = v * 8 + (s[k++] - '0');
+	v &= 0xff;
+	if (k == i || (k < i + 3 && k < len) || (v != '$' && v != '`'))
+		return -1;
+	if (end != NULL)
+		*end = k;
+	return v;
+}
+
 void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off)
 {
 	if (c->latent)
 		return;
 	for (size_t i = 0; i < len; i++)
-		if (s[i] == '`' || (s[i] == '$' && i + 1 < len && s[i + 1] == '(')) {
+		if (s[i] == '`' || (s[i] == '$' && i + 1 < len && s[i + 1] == '(') ||
+		        (s[i] == '\\' && prompt_octal(s, len, i + 1, NULL) != -1)) {
 			c->latent = 1;
 			c->latent_off = off;
 			return;
 		}
+}
+
+int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off)
+{
+	if (cls_run_expansions(c, s, len, off) == -1)
+		return -1;
+	if (memchr(s, '\\', len) == NULL)
+		return 0;
+	/* bash decodes the escapes first: \\ is one backslash, \NNN the byte of 1 to 3 octal
+	 * digits; the others become text that holds no `$' or backquote (\$ is quoted) */
+	char *d = cls_alloc(c, len + 1, off);
+	if (d == NULL)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++) {
+		size_t end;
+		int v;
+		if (s[i] == '\\' && i + 1 < len && s[i + 1] == '\\') {
+			d[n++] = '\\';
+			i++;
+		} else if (s[i] == '\\' && (v = prompt_octal(s, len, i + 1, &end)) >= 0) {
+			d[n++] = (char)v;
+			i = end - 1;
+		} else {
+			d[n++] = s[i];
+		}
+	}
+	d[n] = '\0';
+	if (n == len && memcmp(d, s, len) == 0)
+		return 0;
+	return cls_run_expansions(c, d, n, off);
 }
 
 int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off)

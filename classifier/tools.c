@@ -125,6 +125,10 @@ void cls_note_redir(struct cls_ctx *c, const struct cls_word *t)
 		        "any name: refused");
 		return;
 	}
+	/* a target that begins with an expansion may be a whole /dev/tcp path (x=/dev/tcp/h/80,
+	 * $(echo ...), $1): net:raw once the line is read, if it shows tcp or udp */
+	if (t->len > 0 && t->s[0] == CLS_EXP_MARK)
+		c->redir_exp = 1;
 	if (t->len < 5 || t->s[0] != '/' || t->s[1] != 'd')
 		return; /* the common case, cheaply */
 	/* The text before the first expansion: when it is a start of /dev/tcp/ or /dev/udp/

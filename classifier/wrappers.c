@@ -2782,7 +2782,7 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 		return cls_run_script(c, val, vl, w->off, 0);
 	}
 	if (cls_in_list(prompts, s, nl))
-		return cls_run_expansions(c, val, vl, w->off);
+		return cls_run_prompt(c, val, vl, w->off);
 	if (name_is(s, nl, "BASH_ENV") || name_is(s, nl, "ENV")) {
 		/* a start-up file: a file is out of reach, anything else is not static */
 		if (nonstatic)
