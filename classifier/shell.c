@@ -270,18 +270,22 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *nume
 	struct token *t;
 	struct cls_cmd **from = P->tail;
 	int saved = P->assign_ok;
-	unsigned npipes = P->npipes;
+	unsigned npipes = P->npipes, nelems = P->nelems;
 	P->assign_ok = 1;
 	P->npipes = 0;
+	P->nelems = 0;
 	P->last_elem = NULL;
 	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
 		return -1;
 	P->assign_ok = saved;
-	/* one pipeline whose last element is a command that prints a number only */
+	/* one simple command that prints a number only: not a pipeline, whose earlier elements
+	 * could write into the substitution's output through /proc/$PPID/fd/1 (oracle: sh -c
+	 * 'printf ... > /proc/$PPID/fd/1' | wc -l ran git push in $(( ))) */
 	if (numeric != NULL)
-		*numeric = P->npipes == 1 && P->last_elem != NULL &&
+		*numeric = P->npipes == 1 && P->nelems == 1 && P->last_elem != NULL &&
 		           cls_val_numeric_cmd(P->c, P->last_elem);
 	P->npipes = npipes;
+	P->nelems = nelems;
 	/* parse_list stops at a token it cannot use; it must be our closing parenthesis. */
 	if (P->tok.kind != T_RPAREN) {
 		if (P->tok.kind == T_EOF)
@@ -1095,7 +1099,8 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	*flags |= CLS_W_SUBST;
 	P->tail = sub.tail;
 	cls_leave(P->c);
-	if (sub.npipes == 1 && sub.last_elem != NULL && cls_val_numeric_cmd(P->c, sub.last_elem))
+	if (sub.npipes == 1 && sub.nelems == 1 && sub.last_elem != NULL &&
+	        cls_val_numeric_cmd(P->c, sub.last_elem))
 		return wb_num_exp(P, b, flags);
 	return wb_dep(P, b, flags, CLS_DEP_TEXT, NULL, 0, 0);
 }
