@@ -281,9 +281,11 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *nume
 	/* one simple command that prints a number only: not a pipeline, whose earlier elements
 	 * could write into the substitution's output through /proc/$PPID/fd/1 (oracle: sh -c
 	 * 'printf ... > /proc/$PPID/fd/1' | wc -l ran git push in $(( ))) */
+	/* ... and no other command in it either: a substitution in its words or redirections
+	 * (< <(...), <<< "$(...)") runs in a child of the same shell, with the same reach */
 	if (numeric != NULL)
 		*numeric = P->npipes == 1 && P->nelems == 1 && P->last_elem != NULL &&
-		           cls_val_numeric_cmd(P->c, P->last_elem);
+		           *from == P->last_elem && cls_val_numeric_cmd(P->c, P->last_elem);
 	P->npipes = npipes;
 	P->nelems = nelems;
 	/* parse_list stops at a token it cannot use; it must be our closing parenthesis. */
@@ -1085,6 +1087,7 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	sub.base = P->base + open + 1;
 	sub.ptail = &sub.pending;
 	sub.tail = P->tail;
+	struct cls_cmd **bfrom = P->tail;
 	sub.assign_ok = 1;
 	size_t n;
 	struct token *t;
@@ -1099,7 +1102,7 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	*flags |= CLS_W_SUBST;
 	P->tail = sub.tail;
 	cls_leave(P->c);
-	if (sub.npipes == 1 && sub.nelems == 1 && sub.last_elem != NULL &&
+	if (sub.npipes == 1 && sub.nelems == 1 && sub.last_elem != NULL && *bfrom == sub.last_elem &&
 	        cls_val_numeric_cmd(P->c, sub.last_elem))
 		return wb_num_exp(P, b, flags);
 	return wb_dep(P, b, flags, CLS_DEP_TEXT, NULL, 0, 0);
