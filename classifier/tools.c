@@ -530,6 +530,7 @@ enum lang {
 	LANG_PERL,   /* perl -e/-E, -M */
 	LANG_RUBY,   /* ruby -e, -r */
 	LANG_PHP,    /* php -r/-B/-R/-E */
+	LANG_LUA,    /* lua -e, -l (luajit, lua5.x) */
 };
 
 /* What a one-liner's text does, found by its identifiers (letters, digits, `_`). */
@@ -745,6 +746,35 @@ static const struct api php_api[] = {
         {"system", CODE_EXEC},
 };
 
+/* lua: os.execute and io.popen run commands; load/dofile/loadstring/package.loadlib run code the
+ * line cannot see, _G/_ENV/getfenv/rawget/debug reach any function by a built name, and
+ * luajit's ffi calls C (system()).  luasocket, luasec, lua-curl, copas and http are network
+ * libraries. */
+static const struct api lua_api[] = {
+        {"_ENV", CODE_EXEC},
+        {"_G", CODE_EXEC},
+        {"cURL", CODE_NET},
+        {"copas", CODE_NET},
+        {"curl", CODE_NET},
+        {"debug", CODE_EXEC},
+        {"dofile", CODE_EXEC},
+        {"execute", CODE_EXEC},
+        {"ffi", CODE_EXEC},
+        {"getfenv", CODE_EXEC},
+        {"http", CODE_NET},
+        {"load", CODE_EXEC},
+        {"loadfile", CODE_EXEC},
+        {"loadlib", CODE_EXEC},
+        {"loadstring", CODE_EXEC},
+        {"package", CODE_EXEC},
+        {"popen", CODE_EXEC},
+        {"rawget", CODE_EXEC},
+        {"setfenv", CODE_EXEC},
+        {"socket", CODE_NET},
+        {"ssl", CODE_NET},
+        {"websocket", CODE_NET},
+};
+
 static int cmp_api(const void *key, const void *elem)
 {
 	return strcmp(key, ((const struct api *)elem)->word);
@@ -811,6 +841,10 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 		tab = ruby_api;
 		ntab = sizeof ruby_api / sizeof ruby_api[0];
 		break;
+	case LANG_LUA:
+		tab = lua_api;
+		ntab = sizeof lua_api / sizeof lua_api[0];
+		break;
 	default:
 		tab = php_api;
 		ntab = sizeof php_api / sizeof php_api[0];
@@ -865,9 +899,20 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 			}
 			if (((lang == LANG_JS && (strcmp(word, "require") == 0 ||
 			                              strcmp(word, "import") == 0)) ||
-			            (lang == LANG_PERL && strcmp(word, "require") == 0)) &&
-			        dynamic_arg(s, len, j, lang == LANG_PERL))
+			            ((lang == LANG_PERL || lang == LANG_LUA) &&
+			                    strcmp(word, "require") == 0)) &&
+			        dynamic_arg(s, len, j, lang != LANG_JS))
 				what |= CODE_EXEC;
+			/* lua: os or io as a value (os["exe".."cute"], pairs(os), local o = os)
+			 * reaches os.execute and io.popen by a name the line builds */
+			if (lang == LANG_LUA && wl == 2 &&
+			        (strcmp(word, "os") == 0 || strcmp(word, "io") == 0)) {
+				size_t k = j;
+				while (k < len && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n'))
+					k++;
+				if (k >= len || (s[k] != '.' && s[k] != ':'))
+					what |= CODE_EXEC;
+			}
 			if (cls_in_list(copy_words, word, wl))
 				copies = 1;
 			if (cls_in_list(prog_words, word, wl))
@@ -931,7 +976,7 @@ int cls_scan_program(struct cls_ctx *c, const char *base, size_t bl, const struc
 		enum lang lang;
 	} langs[] = {{"python", LANG_PYTHON}, {"pypy", LANG_PYTHON}, {"perl", LANG_PERL},
 	        {"ruby", LANG_RUBY}, {"irb", LANG_RUBY}, {"nodejs", LANG_JS}, {"node", LANG_JS},
-	        {"php", LANG_PHP}};
+	        {"php", LANG_PHP}, {"lua", LANG_LUA}};
 	for (size_t i = 0; i < sizeof langs / sizeof langs[0]; i++) {
 		size_t nl = strlen(langs[i].name);
 		if (bl >= nl && memcmp(base, langs[i].name, nl) == 0)
@@ -1235,6 +1280,43 @@ static int t_ruby(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 			}
 			if (ch == 'i' || ch == 'x' || ch == 'F' || ch == 'K' || ch == 'T')
 				break;
+		}
+	}
+	return 0;
+}
+
+/* lua, luajit, lua5.x: -e program text, -l a library (require'd first: scanned as code, so
+ * -l socket is net:raw); the first operand is the script.  luajit's -b saves bytecode and
+ * takes the rest of the words, -j and -O take a value. */
+static int t_lua(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
+{
+	(void)flags;
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *w = &v[i];
+		if (w->flags & CLS_W_LEADEXP)
+			return cls_refuse(c, w->off, "lua option is not static");
+		if (w->len < 2 || w->s[0] != '-' || cls_word_is(w, "--"))
+			return 0;
+		for (size_t j = 1; j < w->len; j++) {
+			char ch = w->s[j];
+			if (ch == 'e' || ch == 'l' || ch == 'j' || ch == 'O') {
+				struct cls_word val = *w;
+				if (j + 1 < w->len) {
+					val.s = w->s + j + 1;
+					val.len = w->len - j - 1;
+				} else if (i + 1 < n) {
+					val = v[++i];
+				} else {
+					break;
+				}
+				if ((ch == 'e' || ch == 'l') &&
+				        one_liner(c, LANG_LUA, &val, ch == 'e' ? "lua -e" : "lua -l") ==
+				                -1)
+					return -1;
+				break;
+			}
+			if (ch == 'b')
+				return 0; /* luajit -b: bytecode out of the rest */
 		}
 	}
 	return 0;
@@ -3673,6 +3755,8 @@ static const struct tool tools[] = {
         {"knsupdate", t_dnstool},
         {"kubectl", t_kubectl},
         {"lftp", t_lftp},
+        {"lua", t_lua},
+        {"luajit", t_lua},
         {"man", t_man},
         {"mariadb", t_sql_client},
         {"mdig", t_dnstool},
@@ -3771,8 +3855,8 @@ static const struct tool *find_tool(const char *name)
 }
 
 /* Versioned names run the same program: python3.12, pip3, php8.2, perl5.36, ruby3.1, node18. */
-static const char *const versioned[] = {"node", "perl", "php", "pip", "pypy", "python", "ruby",
-        NULL};
+static const char *const versioned[] = {"lua", "node", "perl", "php", "pip", "pypy", "python",
+        "ruby", NULL};
 
 int cls_rule_tools(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
