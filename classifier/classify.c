@@ -362,7 +362,7 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		snprintf(result->reason, sizeof result->reason, "out of memory");
 		return -1;
 	}
-	memset(c, 0, offsetof(struct cls_ctx, first));
+	memset(c, 0, offsetof(struct cls_ctx, writes));
 	c->cur = c->first;
 	c->left = sizeof c->first;
 	const char *nul;
@@ -378,6 +378,9 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 				if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) ==
 				        -1)
 					break;
+			/* the files it wrote and ran, once everything that writes one is known */
+			if (!c->refused)
+				(void)cls_check_writes(c);
 		}
 		/* a string holding a substitution and a construct that evaluates a value:
 		 * `x='a[$(git push)]'; (( x ))` runs git push (issue 12) */

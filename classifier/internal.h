@@ -151,6 +151,45 @@ struct cls_vedge {
 	unsigned char litnum; /* the literal text around is digits, signs, blanks only */
 };
 
+/* A file the line writes (writes.c). */
+enum cls_wkind {
+	CLS_WK_UNKNOWN, /* content nothing on the line tells: a program's output, sed -i, a download */
+	CLS_WK_TEXT,    /* text known: tee of a static here-doc or here-string */
+	CLS_WK_CMD,     /* a simple command's standard output: known for cat of a static here-doc,
+	                   echo and printf of static words (decided when the file is run) */
+	CLS_WK_COPY,    /* a copy of src (cp, mv, ln, install, dd, an archive unpacked): what src
+	                   holds, which is a file on disk unless the line wrote src too */
+	CLS_WK_SUSPECT, /* a copy of a file named at run time: may be a network program */
+};
+
+struct cls_write {
+	struct cls_word dest;      /* where; its last part not static: any file */
+	struct cls_word src;       /* CLS_WK_COPY: the source */
+	const char *text;          /* CLS_WK_TEXT: the content */
+	size_t tlen;
+	const struct cls_cmd *by;  /* CLS_WK_CMD: the command whose output it is */
+	int kind;                  /* enum cls_wkind */
+	int ssh;                   /* under ~/.ssh or /etc/ssh */
+};
+
+/* How a file is run (writes.c). */
+enum cls_runhow {
+	CLS_RUN_EXEC,   /* as a program, by a path: ./x, /tmp/c */
+	CLS_RUN_NAME,   /* as a program found in PATH */
+	CLS_RUN_SHELL,  /* as a shell script: bash x, sh x, . x, source x */
+	CLS_RUN_INTERP, /* as an interpreter's script: python3 x.py, node x.js */
+};
+
+struct cls_filerun {
+	struct cls_word file; /* the path or name */
+	int how;              /* enum cls_runhow */
+	const char *ib;       /* CLS_RUN_INTERP: the interpreter's basename */
+	size_t il;
+};
+
+#define CLS_MAX_WRITES 32
+#define CLS_MAX_RUNS 64
+
 #define CLS_ARENA_FIRST 8192
 #define CLS_ARENA_CAP (64u << 20) /* hard cap: re-parsing can only shrink text, this is slack */
 
@@ -217,6 +256,13 @@ struct cls_ctx {
 	int redir_exp;        /* a redirection target begins with an expansion (> "$x") */
 	int locale_str;       /* a $"..." string, which bash translates with TEXTDOMAIN */
 	size_t locale_off;
+	/* files the line writes and runs (writes.c); the arrays are not cleared, the counts are */
+	size_t nwrites, nruns;
+	int writes_over, runs_over; /* more than the arrays hold */
+	int cd_seen;                /* cd, pushd or popd runs */
+	int followed;               /* texts followed so far */
+	struct cls_write writes[CLS_MAX_WRITES];
+	struct cls_filerun runs[CLS_MAX_RUNS];
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
@@ -371,6 +417,20 @@ void cls_note_assign(struct cls_ctx *c, const struct cls_word *w);
 /* Whether the text s[0..len) (a value, with or without a folder) names a network program or the
  * loader by its last part. */
 int cls_value_names_program(const char *s, size_t len);
+
+/* Files the line writes and runs (writes.c).  cls_note_write records a write to dest of kind
+ * enum cls_wkind (src, text or by as the kind needs); cls_note_run a run of a file;
+ * cls_note_command both for one command as cls_run_cmd finds it (its word, and the files cp,
+ * tee, dd, tar x, sed -i, curl -o, ... write); cls_check_writes, once the line is classified,
+ * follows each text the line wrote and then runs, and refuses a run of any other file it
+ * wrote.  The last returns 0 or -1. */
+void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
+        const struct cls_word *src, const char *text, size_t tlen, const struct cls_cmd *by);
+void cls_note_run(struct cls_ctx *c, const struct cls_word *file, int how, const char *ib,
+        size_t il);
+void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+        const struct cls_doc *doc);
+int cls_check_writes(struct cls_ctx *c);
 
 /* Records the host of a URL-like word (scheme://[user@]host[:port]/..., or host[/...] when
  * bare is set) when it is literal.  Never fails: what cannot be canonicalised is skipped. */

@@ -1889,6 +1889,7 @@ static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc)
 struct redirs {
 	unsigned flags;      /* CLS_C_STDIN when fd 0 was redirected */
 	struct cls_doc *doc; /* here-doc or here-string on fd 0 */
+	struct cls_cmd *cmd; /* the simple command they belong to, NULL for a compound */
 };
 
 /* One redirection, the operator token being current. */
@@ -1907,6 +1908,15 @@ static int parse_redir(struct parser *P, struct redirs *r)
 		return unexpected(P, t);
 	if (op != R_HEREDOC && op != R_HERESTR)
 		cls_note_redir(P->c, &t->w);
+	/* a file written (a process substitution is a pipe): what a simple command prints on
+	 * fd 1 may be known when the file is run, anything else is not (writes.c) */
+	if ((op == R_OUT || op == R_RW) &&
+	        !(t->w.off >= P->base && t->w.off + 1 < P->base + P->len &&
+	                (P->s[t->w.off - P->base] == '>' || P->s[t->w.off - P->base] == '<') &&
+	                P->s[t->w.off - P->base + 1] == '('))
+		cls_note_write(P->c, &t->w,
+		        op == R_OUT && (fd == -1 || fd == 1) && r->cmd ? CLS_WK_CMD : CLS_WK_UNKNOWN,
+		        NULL, NULL, 0, op == R_OUT ? r->cmd : NULL);
 	int on_stdin = fd == -1 || fd == 0;
 	if (op == R_OUT)
 		on_stdin = fd == 0;
@@ -1939,7 +1949,7 @@ static int parse_redir(struct parser *P, struct redirs *r)
 
 static int parse_trailing_redirs(struct parser *P, struct cls_cmd **from)
 {
-	struct redirs r = {0, NULL};
+	struct redirs r = {0, NULL, NULL};
 	struct token *t;
 	int any = 0;
 	for (;;) {
@@ -2134,7 +2144,7 @@ static int parse_simple(struct parser *P)
 	if (cmd == NULL)
 		return -1;
 	memset(cmd, 0, sizeof *cmd);
-	struct redirs r = {0, NULL};
+	struct redirs r = {0, NULL, cmd};
 	size_t cap = 0;
 	struct token *t;
 	struct cls_word *stmt = NULL;

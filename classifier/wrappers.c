@@ -2270,8 +2270,11 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 		int fd = fd_path(w);
 		if (fd == 2)
 			return refuse_program(c, w->off, 0, "a descriptor");
-		if (fd == 0)
-			return 0; /* a script file: its contents are out of reach */
+		if (fd == 0) {
+			/* a script file: out of reach, unless the line wrote it */
+			cls_note_run(c, w, CLS_RUN_SHELL, NULL, 0);
+			return 0;
+		}
 	}
 	if (r->flags & CLS_C_XARGS && k >= r->n)
 		return cls_refuse(c, r->v[0].off, "the shell's script comes from xargs' input");
@@ -2294,8 +2297,11 @@ static int w_source(struct cls_ctx *c, struct run *r)
 	int fd = fd_path(w);
 	if (fd == 2)
 		return refuse_program(c, w->off, 0, "a descriptor");
-	if (fd == 0 || cls_word_is(w, "-"))
+	if (fd == 0 || cls_word_is(w, "-")) {
+		if (fd == 0)
+			cls_note_run(c, w, CLS_RUN_SHELL, NULL, 0);
 		return 0;
+	}
 	return stdin_program(c, r, 1, 0, w->off);
 }
 
@@ -2395,8 +2401,13 @@ static int interp_stdin(struct cls_ctx *c, const struct run *r, const struct int
 		int fd = fd_path(w);
 		if (fd == 2)
 			return refuse_program(c, w->off, 0, "a descriptor");
-		if (fd == 0)
-			return 0; /* a script file */
+		if (fd == 0) {
+			/* a script file: out of reach, unless the line wrote it */
+			size_t bl;
+			const char *base = word_base(&r->v[0], &bl);
+			cls_note_run(c, w, CLS_RUN_INTERP, base, bl);
+			return 0;
+		}
 	}
 	if (r->flags & CLS_C_XARGS) {
 		/* xargs appends file names; with no script named, the first may be -c CODE */
@@ -3135,6 +3146,7 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			if (*p == '/')
 				base = p + 1;
 		size_t bl = (size_t)(w->s + w->len - base);
+		cls_note_command(c, r.v, r.n, r.flags, r.doc); /* files it runs and writes */
 		if (cls_add_program(c, base, bl) == -1) {
 			rc = -1;
 			break;
