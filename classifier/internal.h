@@ -420,8 +420,9 @@ int cls_value_names_program(const char *s, size_t len);
 
 /* Files the line writes and runs (writes.c).  cls_note_write records a write to dest of kind
  * enum cls_wkind (src, text or by as the kind needs); cls_note_run a run of a file;
- * cls_note_command both for one command as cls_run_cmd finds it (its word, and the files cp,
- * tee, dd, tar x, sed -i, curl -o, ... write); cls_check_writes, once the line is classified,
+ * cls_note_command both for one command as cls_run_cmd finds it (its word, whose last part
+ * is base[0..bl), and the files cp, tee, dd, tar x, sed -i, ... write; curl and wget note theirs
+ * in rules.c); cls_check_writes, once the line is classified,
  * follows each text the line wrote and then runs, and refuses a run of any other file it
  * wrote.  The last returns 0 or -1. */
 void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
@@ -429,7 +430,7 @@ void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
 void cls_note_run(struct cls_ctx *c, const struct cls_word *file, int how, const char *ib,
         size_t il);
 void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
-        const struct cls_doc *doc);
+        const struct cls_doc *doc, const char *base, size_t bl);
 int cls_check_writes(struct cls_ctx *c);
 
 /* Records the host of a URL-like word (scheme://[user@]host[:port]/..., or host[/...] when

@@ -896,7 +896,23 @@ struct curl_state {
 	unsigned proto; /* the schemes --proto leaves (CURL_* bits), when nproto > 0 */
 	int nproto;     /* --proto options seen */
 	const struct cls_word *lastval; /* the word the last option's value came from */
+	struct cls_ctx *c; /* for the files -o and -O write (writes.c) */
 };
+
+/* A file a download writes: -o FILE (o->val), or a name the URL gives (val NULL). */
+static void download_file(struct cls_ctx *c, const struct cls_opt *o, int named)
+{
+	static const struct cls_word any = {"\x01", 1, CLS_W_EXP, 0};
+	struct cls_word w = any;
+	if (named && o->val != NULL && o->vw != NULL) {
+		w = *o->vw;
+		w.s = o->val;
+		w.len = o->vlen;
+	} else if (o->vw != NULL) {
+		w.off = o->vw->off;
+	}
+	cls_note_write(c, &w, CLS_WK_UNKNOWN, NULL, NULL, 0, NULL);
+}
 
 static void curl_method(struct curl_state *st, const char *s, size_t len, unsigned wflags)
 {
@@ -970,6 +986,10 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 			if (st->method == 0)
 				st->method = 1;
 			break;
+		case 'o':
+		case 'O':
+			download_file(st->c, o, o->c == 'o');
+			break;
 		case CLS_EXP_MARK:
 			st->unknown = st->anyurl = 1;
 			break;
@@ -1004,6 +1024,9 @@ static int curl_opt(void *arg, const struct cls_opt *o)
 		st->unknown = st->anyurl = 1;
 	} else if (ll == 5 && memcmp(l, "proto", 5) == 0 && o->val != NULL) {
 		st->proto = (st->nproto++ ? st->proto : 0) | curl_proto(o->val, o->vlen);
+	} else if ((ll == 6 && memcmp(l, "output", 6) == 0) ||
+	           (ll >= 11 && memcmp(l, "remote-name", 11) == 0)) {
+		download_file(st->c, o, ll == 6);
 	} else if (ll == 4 && memcmp(l, "head", 4) == 0 && st->method == 0) {
 		st->method = 1;
 	} else if (memchr(l, CLS_EXP_MARK, ll) != NULL) {
@@ -1107,7 +1130,7 @@ int cls_rule_curl(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 {
 	static const struct cls_opts spec = {"AbcCdDeEFHKmoPQrtTuUwxXyYz", NULL, curl_lv, 0, 0};
 	static const char *const homes[] = {"CURL_HOME", "HOME", "XDG_CONFIG_HOME", NULL};
-	struct curl_state st = {0, 0, 0, 0, 0, 0, 0, 0, NULL};
+	struct curl_state st = {0, 0, 0, 0, 0, 0, 0, 0, NULL, c};
 	size_t i = 1;
 	int urls_only = 0;
 	unsigned schemes = 0, def = CURL_HTTP;
@@ -1230,7 +1253,8 @@ static const char *const wget_lv[] = {"post-data", "post-file", "body-data", "bo
         "version", "warc-cdx", "xattr", NULL};
 
 struct wget_state {
-	struct cls_ctx *c;
+	struct cls_ctx *c; /* for the file it writes (writes.c) */
+	int named;         /* -O FILE */
 	int write;
 	int unknown; /* options egressd does not see (an expansion, a wgetrc the line names) */
 	int anyurl;  /* URLs egressd does not see: -i, an expansion, words xargs appends */
@@ -1299,6 +1323,13 @@ static int wget_opt(void *arg, const struct cls_opt *o)
 {
 	struct wget_state *st = arg;
 	size_t off = o->vw != NULL ? o->vw->off : 0;
+	if ((o->c == 'O' ||
+	            (o->c == 0 && o->ll == 15 && memcmp(o->l, "output-document", 15) == 0)) &&
+	        o->val != NULL) {
+		download_file(st->c, o, 1);
+		st->named = 1;
+		return 0;
+	}
 	if (o->c == 'e' && o->val != NULL) {
 		wget_exec(st, o->val, o->vlen, off);
 		return st->rc == -1;
@@ -1365,7 +1396,7 @@ int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 	static const struct cls_opts spec = {"aABDeiIloOPQRtTUwX", NULL, wget_lv, 0, 0};
 	static const char *const rcs[] = {"HOME", "SYSTEM_WGETRC", "WGETRC", NULL};
 	int xopts = (flags & CLS_C_XOPTS) != 0;
-	struct wget_state st = {c, 0, xopts, xopts, 0};
+	struct wget_state st = {c, 0, 0, xopts, xopts, 0};
 	size_t i = 1;
 	int nurl = 0, ftp = 0, http = 0, noconfig = 0;
 	for (size_t j = 1; j < n; j++)
@@ -1392,6 +1423,11 @@ int cls_rule_wget(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigne
 		ftp |= p & 2;
 		http |= p & 1;
 		i++;
+	}
+	/* without -O, each URL's last part names the file it writes */
+	if (!st.named && nurl > 0) {
+		struct cls_opt none = {0, NULL, 0, NULL, 0, &v[0]};
+		download_file(c, &none, 0);
 	}
 	/* FTP is a protocol egressd does not tell a read from a write in, as curl's (above); a
 	 * URL egressd does not see may be either */

@@ -3146,7 +3146,7 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			if (*p == '/')
 				base = p + 1;
 		size_t bl = (size_t)(w->s + w->len - base);
-		cls_note_command(c, r.v, r.n, r.flags, r.doc); /* files it runs and writes */
+		cls_note_command(c, r.v, r.n, r.flags, r.doc, base, bl); /* files it runs, writes */
 		if (cls_add_program(c, base, bl) == -1) {
 			rc = -1;
 			break;

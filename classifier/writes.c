@@ -259,12 +259,10 @@ static void unpack_writes(struct cls_ctx *c, const struct cls_word *archive, uns
 }
 
 void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
-        const struct cls_doc *doc)
+        const struct cls_doc *doc, const char *b, size_t bl)
 {
 	const struct cls_word *w = &v[0];
-	size_t bl;
-	const char *b = last_part(w->s, w->len, &bl);
-	if (memchr(w->s, '/', w->len) != NULL) {
+	if (b != w->s) {
 		cls_note_run(c, w, CLS_RUN_EXEC, NULL, 0);
 	} else if (bl > 0) {
 		/* builtins and keywords PATH cannot replace are no runs of a file */
@@ -303,18 +301,6 @@ void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, uns
 				if (v[i].len > 1 && v[i].s[0] == '-' && v[i].s[1] != '-' &&
 				        memchr(v[i].s, 'i', v[i].len) != NULL)
 					unpack_writes(c, NULL, flags, w->off);
-		} else if (name_is(b, bl, "curl")) {
-			/* -o FILE, and -O/--remote-name: a name the URL gives */
-			for (size_t i = 1; i < n; i++) {
-				const struct cls_word *o = &v[i];
-				if ((cls_word_is(o, "-o") || cls_word_is(o, "--output")) && i + 1 < n)
-					cls_note_write(c, &v[++i], CLS_WK_UNKNOWN, NULL, NULL, 0, NULL);
-				else if (o->len > 1 && o->s[0] == '-' &&
-				         (memcmp(o->s, "--remote-name", o->len < 13 ? o->len : 13) == 0
-				                         ? o->len >= 10
-				                         : (o->s[1] != '-' && memchr(o->s, 'O', o->len))))
-					unpack_writes(c, NULL, CLS_C_PIPED, o->off);
-			}
 		}
 		break;
 	case 'd':
@@ -414,19 +400,6 @@ void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, uns
 					unpack_writes(c, &v[i], flags, w->off);
 					break;
 				}
-		}
-		break;
-	case 'w':
-		if (name_is(b, bl, "wget")) {
-			/* -O FILE, or a name the URL gives */
-			int named = 0;
-			for (size_t i = 1; i + 1 < n; i++)
-				if (cls_word_is(&v[i], "-O") || cls_word_is(&v[i], "--output-document")) {
-					cls_note_write(c, &v[i + 1], CLS_WK_UNKNOWN, NULL, NULL, 0, NULL);
-					named = 1;
-				}
-			if (!named)
-				unpack_writes(c, NULL, CLS_C_PIPED, w->off);
 		}
 		break;
 	case 'x':
