@@ -185,6 +185,7 @@ struct cls_filerun {
 	int how;              /* enum cls_runhow */
 	const char *ib;       /* CLS_RUN_INTERP: the interpreter's basename */
 	size_t il;
+	unsigned flags;       /* the command's standard input (CLS_C_PIPED, _STDIN, _DLIN) */
 };
 
 #define CLS_MAX_WRITES 32
@@ -428,7 +429,7 @@ int cls_value_names_program(const char *s, size_t len);
 void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
         const struct cls_word *src, const char *text, size_t tlen, const struct cls_cmd *by);
 void cls_note_run(struct cls_ctx *c, const struct cls_word *file, int how, const char *ib,
-        size_t il);
+        size_t il, unsigned flags);
 void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
         const struct cls_doc *doc, const char *base, size_t bl);
 int cls_check_writes(struct cls_ctx *c);

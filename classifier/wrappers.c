@@ -2272,7 +2272,7 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 			return refuse_program(c, w->off, 0, "a descriptor");
 		if (fd == 0) {
 			/* a script file: out of reach, unless the line wrote it */
-			cls_note_run(c, w, CLS_RUN_SHELL, NULL, 0);
+			cls_note_run(c, w, CLS_RUN_SHELL, NULL, 0, r->flags);
 			return 0;
 		}
 	}
@@ -2299,7 +2299,7 @@ static int w_source(struct cls_ctx *c, struct run *r)
 		return refuse_program(c, w->off, 0, "a descriptor");
 	if (fd == 0 || cls_word_is(w, "-")) {
 		if (fd == 0)
-			cls_note_run(c, w, CLS_RUN_SHELL, NULL, 0);
+			cls_note_run(c, w, CLS_RUN_SHELL, NULL, 0, r->flags);
 		return 0;
 	}
 	return stdin_program(c, r, 1, 0, w->off);
@@ -2405,7 +2405,7 @@ static int interp_stdin(struct cls_ctx *c, const struct run *r, const struct int
 			/* a script file: out of reach, unless the line wrote it */
 			size_t bl;
 			const char *base = word_base(&r->v[0], &bl);
-			cls_note_run(c, w, CLS_RUN_INTERP, base, bl);
+			cls_note_run(c, w, CLS_RUN_INTERP, base, bl, r->flags);
 			return 0;
 		}
 	}

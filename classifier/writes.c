@@ -104,16 +104,20 @@ void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
 	w->ssh = ssh_path(c, dest);
 }
 
-void cls_note_run(struct cls_ctx *c, const struct cls_word *file, int how, const char *ib, size_t il)
+void cls_note_run(struct cls_ctx *c, const struct cls_word *file, int how, const char *ib, size_t il,
+        unsigned flags)
 {
+	flags &= CLS_C_PIPED | CLS_C_STDIN | CLS_C_DLIN;
 	for (size_t i = 0; i < c->nruns; i++) {
 		struct cls_filerun *r = &c->runs[i];
 		if (r->how == how && r->file.len == file->len && r->il == il &&
 		        memcmp(r->file.s, file->s, file->len) == 0 &&
 		        (il == 0 || memcmp(r->ib, ib, il) == 0)) {
-			/* the same run: the later one matches whatever the earlier would */
+			/* the same run: the later one matches whatever the earlier would, and
+			 * its script reads either's standard input */
 			if (file->off > r->file.off)
 				r->file.off = file->off;
+			r->flags |= flags;
 			return;
 		}
 	}
@@ -126,6 +130,7 @@ void cls_note_run(struct cls_ctx *c, const struct cls_word *file, int how, const
 	r->how = how;
 	r->ib = ib;
 	r->il = il;
+	r->flags = flags;
 }
 
 /* ---- what a command writes -------------------------------------------------------------- */
@@ -263,7 +268,7 @@ void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, uns
 {
 	const struct cls_word *w = &v[0];
 	if (b != w->s) {
-		cls_note_run(c, w, CLS_RUN_EXEC, NULL, 0);
+		cls_note_run(c, w, CLS_RUN_EXEC, NULL, 0, flags);
 	} else if (bl > 0) {
 		/* builtins and keywords PATH cannot replace are no runs of a file */
 		switch (b[0]) {
@@ -288,7 +293,7 @@ void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, uns
 		default:
 			break;
 		}
-		cls_note_run(c, w, CLS_RUN_NAME, NULL, 0);
+		cls_note_run(c, w, CLS_RUN_NAME, NULL, 0, flags);
 	}
 	if (n < 2)
 		return;
@@ -572,13 +577,14 @@ static int follow(struct cls_ctx *c, const struct cls_filerun *r, const char *t,
 			        "program): refused");
 	}
 	struct cls_word text = {t, tl, 0, off};
+	/* the script's commands share the standard input it was run with */
 	if (r->how == CLS_RUN_SHELL)
-		return cls_run_script(c, t, tl, off, 0);
+		return cls_run_script(c, t, tl, off, r->flags);
 	if (r->how == CLS_RUN_INTERP)
 		return cls_scan_program(c, r->ib, r->il, &text);
 	/* run as a program: the #! line names the interpreter, none runs it as a shell script */
 	if (tl < 2 || t[0] != '#' || t[1] != '!')
-		return cls_run_script(c, t, tl, off, 0);
+		return cls_run_script(c, t, tl, off, r->flags);
 	const char *p = t + 2, *end = memchr(t, '\n', tl);
 	if (end == NULL)
 		end = t + tl;
@@ -607,7 +613,7 @@ static int follow(struct cls_ctx *c, const struct cls_filerun *r, const char *t,
 		return cls_refuse(c, off,
 		        "runs a file this line wrote, whose #! line passes options: refused");
 	if (is_shell(b, bl))
-		return cls_run_script(c, t, tl, off, 0);
+		return cls_run_script(c, t, tl, off, r->flags);
 	if (is_scanned(b, bl))
 		return cls_scan_program(c, b, bl, &text);
 	return cls_refuse(c, off,
@@ -633,7 +639,7 @@ static int matches(const struct cls_write *w, const struct cls_filerun *r)
  * source). */
 static int written(const struct cls_ctx *c, const struct cls_word *f, size_t self)
 {
-	struct cls_filerun r = {*f, CLS_RUN_EXEC, NULL, 0};
+	struct cls_filerun r = {*f, CLS_RUN_EXEC, NULL, 0, 0};
 	for (size_t i = 0; i < c->nwrites; i++)
 		if (i != self && matches(&c->writes[i], &r))
 			return 1;
