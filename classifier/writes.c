@@ -502,6 +502,10 @@ static const char *cmd_text(struct cls_ctx *c, const struct cls_cmd *by, size_t 
 {
 	const struct cls_word *v = by->argv;
 	size_t n = by->argc;
+	if (n == 0) {
+		*len = 0;
+		return ""; /* `> x' alone: an empty file (fuzz finding) */
+	}
 	for (size_t i = 0; i < n; i++)
 		if (nonstatic(&v[i]))
 			return NULL;
