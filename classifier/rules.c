@@ -902,7 +902,7 @@ struct curl_state {
 /* A file a download writes: -o FILE (o->val), or a name the URL gives (val NULL). */
 static void download_file(struct cls_ctx *c, const struct cls_opt *o, int named)
 {
-	static const struct cls_word any = {"\x01", 1, CLS_W_EXP, 0};
+	static const struct cls_word any = {"\x01", 1, CLS_W_EXP, 0, NULL};
 	struct cls_word w = any;
 	if (named && o->val != NULL && o->vw != NULL) {
 		w = *o->vw;

@@ -248,7 +248,7 @@ static int tar_extracts(const struct cls_word *v, size_t n, struct cls_word *fil
 static void unpack_writes(struct cls_ctx *c, const struct cls_word *archive, unsigned flags,
         size_t off)
 {
-	static const struct cls_word any = {"\x01", 1, CLS_W_EXP, 0};
+	static const struct cls_word any = {"\x01", 1, CLS_W_EXP, 0, NULL};
 	struct cls_word d = any;
 	d.off = off;
 	if (archive == NULL) {
@@ -580,7 +580,7 @@ static int follow(struct cls_ctx *c, const struct cls_filerun *r, const char *t,
 			        "runs a file this line wrote, which holds binary bytes (it may be a "
 			        "program): refused");
 	}
-	struct cls_word text = {t, tl, 0, off};
+	struct cls_word text = {t, tl, 0, off, NULL};
 	/* the script's commands share the standard input it was run with */
 	if (r->how == CLS_RUN_SHELL)
 		return cls_run_script(c, t, tl, off, r->flags);
