@@ -394,13 +394,14 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		/* bash expands aliases once POSIXLY_CORRECT has any value, however the line gave
 		 * it one (read, printf -v, a for variable, ${x:=}, let, a nameref, an export to a
 		 * child bash), and at whatever point of a loop or an eval (black-box round 4) */
-		if ((c->aliases_on || (c->shows & CLS_SHOW_POSIX)) && alias_ran(c))
+		int any_name = c->dyn_target || c->sink_all; /* read "$n", declare -n, ... */
+		if ((c->aliases_on || (c->shows & CLS_SHOW_POSIX) || any_name) && alias_ran(c))
 			cls_refuse(c, 0,
 			        "the line defines an alias, runs a command of that name and may switch "
 			        "alias expansion on (POSIXLY_CORRECT, SHELLOPTS, expand_aliases)");
 		/* $"..." is translated with the catalog TEXTDOMAIN and TEXTDOMAINDIR name: one the
 		 * line sets may turn `pull' into `push' (black-box round 4) */
-		if (c->locale_str && (c->shows & CLS_SHOW_LOCALE))
+		if (c->locale_str && ((c->shows & CLS_SHOW_LOCALE) || any_name))
 			cls_refuse(c, c->locale_off,
 			        "$\"...\" on a line that sets TEXTDOMAIN or TEXTDOMAINDIR: bash translates "
 			        "it with a catalog the line chooses");

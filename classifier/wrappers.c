@@ -2161,7 +2161,17 @@ struct shell_opts {
 	int sflag;   /* -s: the script is standard input */
 	int aliases; /* aliases are expanded: -i, --posix, -o posix, -O expand_aliases */
 	int iflag;   /* -i */
+	int hist;    /* history expansion may be on: -H, -o histexpand, -o history */
 };
+
+/* Whether a set -o (or shopt -o) option name switches history expansion or the history list
+ * on: both together make bash expand `!' designators in the lines that follow (black-box
+ * round 4: `set -H -o history' then `!:1-$' ran the previous line's words). */
+static int hist_option(const char *s, size_t len)
+{
+	return (len == 10 && memcmp(s, "histexpand", 10) == 0) ||
+	       (len == 7 && memcmp(s, "history", 7) == 0) || memchr(s, CLS_EXP_MARK, len) != NULL;
+}
 
 static int shell_opt(void *arg, const struct cls_opt *o)
 {
@@ -2172,6 +2182,8 @@ static int shell_opt(void *arg, const struct cls_opt *o)
 		so->sflag = 1;
 	else if (o->c == 'i')
 		so->iflag = so->aliases = 1;
+	else if (o->c == 'H' || (o->c == 'o' && o->val != NULL && hist_option(o->val, o->vlen)))
+		so->hist = 1;
 	else if ((o->c == 'O' || o->c == 'o') && o->val != NULL &&
 	         ((o->vlen == 14 && memcmp(o->val, "expand_aliases", 14) == 0) ||
 	                 (o->vlen == 5 && memcmp(o->val, "posix", 5) == 0) ||
@@ -2225,7 +2237,7 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"rcfile", "init-file", NULL};
 	static const struct cls_opts spec = {"oO", NULL, lv, 1, 0};
-	struct shell_opts so = {0, 0, 0, 0};
+	struct shell_opts so = {0, 0, 0, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, shell_opt, &so, NULL);
 	/* --rcfile/--init-file FILE (bash also takes them with one dash): an interactive shell
 	 * runs FILE first, a process substitution or standard input as well (black-box finding
@@ -2246,6 +2258,16 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 	 * (dash as sh, ksh, zsh, ...) always do */
 	if (so.aliases || !(bl >= 4 && memcmp(base + bl - 4, "bash", 4) == 0))
 		c->aliases_on = 1;
+	/* -H or -o histexpand/history; and -i, which has both on, reading lines that hold a `!'
+	 * (bash -i <<< $'...\n!!' expands it; -c scripts are not expanded) */
+	if (so.hist)
+		return cls_refuse(c, r->v[0].off,
+		        "a shell with history expansion switched on (-H, -o histexpand, -o "
+		        "history): refused");
+	if (so.iflag && !so.cflag && r->doc != NULL && r->doc->ready &&
+	        memchr(r->doc->s, '!', r->doc->len) != NULL)
+		return cls_refuse(c, r->doc->off,
+		        "an interactive shell expands history (`!') in the lines it reads: refused");
 	/* the words after the script are its positional parameters (values.c) */
 	if (k < r->n)
 		cls_val_args(c, r->v + k, r->n - k, r->flags);
@@ -2449,9 +2471,13 @@ static int w_trap(struct cls_ctx *c, struct run *r)
 /* shopt [-pqsuo] NAME...: -s with expand_aliases (bundled as -qs too) turns aliases on */
 static int w_shopt(struct cls_ctx *c, struct run *r)
 {
-	int set = 0, hit = 0;
+	int set = 0, hit = 0, oflag = 0, hist = 0;
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
+		if (w->len > 1 && w->s[0] == '-' && memchr(w->s, 'o', w->len) != NULL)
+			oflag = 1;
+		if (hist_option(w->s, w->len))
+			hist = 1;
 		if (w->flags & CLS_W_EXP)
 			hit = set = 1;
 		else if (w->len > 1 && w->s[0] == '-' && memchr(w->s, 's', w->len) != NULL)
@@ -2461,6 +2487,10 @@ static int w_shopt(struct cls_ctx *c, struct run *r)
 	}
 	if (set && hit)
 		c->aliases_on = 1;
+	/* shopt -os histexpand, shopt -o -s history: set -o's names */
+	if (set && oflag && hist)
+		return cls_refuse(c, r->v[0].off,
+		        "shopt -o switches history expansion or the history list on: refused");
 	return 0;
 }
 
@@ -2478,6 +2508,33 @@ static int w_set(struct cls_ctx *c, struct run *r)
 		const struct cls_word *w = &r->v[i];
 		if ((w->flags & CLS_W_EXP) || cls_word_is(w, "posix"))
 			c->aliases_on = 1;
+	}
+	/* set -H (in any cluster), set -o histexpand or -o history, or an option that is not
+	 * static: history expansion (`!:1-$', `!!:s/pull/push/') rewrites the lines that follow
+	 * (black-box round 4, finding 5).  +H and +o switch it off. */
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if (w->len == 0 || (w->s[0] != '-' && w->s[0] != '+') || cls_word_is(w, "--") ||
+		        cls_word_is(w, "-"))
+			break; /* an operand: the positional parameters follow */
+		if (w->s[0] == '+') {
+			if (memchr(w->s, 'o', w->len) != NULL)
+				i++; /* +o NAME */
+			continue;
+		}
+		int o = 0;
+		for (size_t k = 1; k < w->len; k++) {
+			if (w->s[k] == 'H' || w->s[k] == CLS_EXP_MARK)
+				return cls_refuse(c, w->off,
+				        "set -H switches history expansion on: refused");
+			if (w->s[k] == 'o')
+				o = 1;
+		}
+		if (o && i + 1 < r->n && hist_option(r->v[i + 1].s, r->v[i + 1].len))
+			return cls_refuse(c, r->v[i + 1].off,
+			        "set -o histexpand or history switches history expansion on: refused");
+		if (o)
+			i++;
 	}
 	return 0;
 }
@@ -2528,7 +2585,7 @@ static int w_hash(struct cls_ctx *c, struct run *r)
 int cls_hook_name(const char *s, size_t len)
 {
 	static const char *const names[] = {"PROMPT_COMMAND", "BASH_CMDS", "BASH_ALIASES", "PS0",
-	        "PS1", "PS2", "PS3", "PS4", NULL};
+	        "PS1", "PS2", "PS3", "PS4", "BASH_ENV", "ENV", NULL};
 	for (size_t i = 0; names[i] != NULL; i++) {
 		size_t l = strlen(names[i]);
 		if (len >= l && memcmp(s, names[i], l) == 0 &&
@@ -2550,8 +2607,8 @@ static int hook_target(struct cls_ctx *c, const struct run *r, int decl)
 		if ((!decl && cls_hook_name(w->s, w->len)) ||
 		        (eq != NULL && cls_hook_name(eq + 1, w->len - (size_t)(eq + 1 - w->s))))
 			return cls_refuse(c, w->off,
-			        "a builtin setting PS0-PS4, PROMPT_COMMAND, BASH_CMDS or BASH_ALIASES: "
-			        "refused");
+			        "a builtin setting PS0-PS4, PROMPT_COMMAND, BASH_CMDS, BASH_ALIASES, "
+			        "BASH_ENV or ENV: refused");
 	}
 	return 0;
 }
@@ -2644,7 +2701,8 @@ static int w_declare(struct cls_ctx *c, struct run *r)
 /* mapfile/readarray -C CALLBACK runs CALLBACK as a command every -c lines */
 static int w_mapfile(struct cls_ctx *c, struct run *r)
 {
-	static const struct cls_opts spec = {"dnOsutcC", NULL, NULL, 0, 0};
+	/* -t takes no value: -tC CMD is -t then -C CMD (black-box round 4, finding 7) */
+	static const struct cls_opts spec = {"dnOsucC", NULL, NULL, 0, 0};
 	struct grab g = {.c = 'C'};
 	c->evaluates = 1;
 	if (hook_target(c, r, 0) == -1 || cls_val_builtin(c, r->v, r->n, r->flags, r->doc) == -1)
@@ -2689,6 +2747,24 @@ static int w_alias(struct cls_ctx *c, struct run *r)
 		c->aliases = nm;
 	}
 	return 0;
+}
+
+/* Whether a start-up file's value names a descriptor or a device rather than a file: dev/,
+ * proc/ or fd/ anywhere in it, or stdin, stdout, stderr as its last part; /dev/null is a file
+ * with nothing in it. */
+static int startup_device(const char *s, size_t len)
+{
+	if (name_is(s, len, "/dev/null"))
+		return 0;
+	static const char *const parts[] = {"dev/", "proc/", "fd/", NULL};
+	for (size_t k = 0; parts[k] != NULL; k++)
+		if (memmem(s, len, parts[k], strlen(parts[k])) != NULL)
+			return 1;
+	size_t bl;
+	struct cls_word w = {s, len, 0, 0, NULL};
+	const char *b = word_base(&w, &bl);
+	return name_is(b, bl, "stdin") || name_is(b, bl, "stdout") || name_is(b, bl, "stderr") ||
+	       name_is(b, bl, "-");
 }
 
 int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
@@ -2799,8 +2875,22 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 		if (nonstatic)
 			return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
 			        "a start-up file that is not static (BASH_ENV, ENV)");
+		/* a descriptor or a device (/dev/stdin, /dev/fd/3, /proc/self/fd/0, in any
+		 * spelling): the start-up file is the line's own here-string or here-doc
+		 * (black-box round 4, finding 6) */
+		if (startup_device(val, vl))
+			return cls_refuse(c, w->off,
+			        "%.*s names a descriptor or a device: the start-up file is input the "
+			        "line gives (refused)",
+			        (int)nl, s);
 		return 0;
 	}
+	if (nl >= 10 && memcmp(s, "BASH_FUNC_", 10) == 0)
+		/* env 'BASH_FUNC_f%%=() { ...; }' bash -c f: a child bash imports f as a function,
+		 * which comes before builtins and programs of its name (finding 19) */
+		return cls_refuse(c, w->off,
+		        "BASH_FUNC_... passes a function to a child bash (it may stand for any "
+		        "command): refused");
 	if (name_is(s, nl, "LESSOPEN") || name_is(s, nl, "LESSCLOSE") || name_is(s, nl, "BROWSER") ||
 	        name_is(s, nl, "TAR_OPTIONS") || name_is(s, nl, "PYTHONBREAKPOINT")) {
 		/* less's input preprocessor, webbrowser's browser command, tar's options
@@ -2828,6 +2918,12 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	if (name_is(s, nl, "POSIXLY_CORRECT") || name_is(s, nl, "SHELLOPTS") ||
 	        name_is(s, nl, "BASHOPTS"))
 		c->aliases_on = 1;
+	/* SHELLOPTS=histexpand:history in a child bash's environment (finding 5) */
+	if (name_is(s, nl, "SHELLOPTS") &&
+	        (nonstatic || memmem(val, vl, "hist", 4) != NULL))
+		return cls_refuse(c, w->off,
+		        "SHELLOPTS switches history expansion or the history list on, or is not "
+		        "static: refused");
 	return 0;
 }
 
