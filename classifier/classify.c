@@ -212,10 +212,21 @@ void cls_note_shown(struct cls_ctx *c, const char *s, size_t len)
 	        {"posixly_correct", CLS_SHOW_POSIX}, {"shellopts", CLS_SHOW_POSIX},
 	        {"bashopts", CLS_SHOW_POSIX}, {"expand_aliases", CLS_SHOW_POSIX},
 	        {"textdomain", CLS_SHOW_LOCALE}};
+	/* which texts (bit k for texts[k]) begin with a byte, either case: the scan runs over
+	 * every byte of every line, so a byte no text begins with costs one load */
+	static const unsigned char first[256] = {['t'] = 0x41, ['T'] = 0x41, ['u'] = 0x02,
+	        ['U'] = 0x02, ['p'] = 0x04, ['P'] = 0x04, ['s'] = 0x08, ['S'] = 0x08, ['b'] = 0x10,
+	        ['B'] = 0x10, ['e'] = 0x20, ['E'] = 0x20};
 	for (size_t i = 0; i < len; i++) {
-		char lc = (char)tolower((unsigned char)s[i]);
-		for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
-			if (lc == texts[k].text[0] && !(c->shows & texts[k].bit) &&
+		unsigned m = first[(unsigned char)s[i]];
+		if (m == 0)
+			continue;
+		/* the next byte decides most: the text's second letter, or a quote or backslash */
+		char nx = i + 1 < len ? s[i + 1] : '\0';
+		int q = nx == '\'' || nx == '"' || nx == '\\';
+		for (size_t k = 0; m != 0; k++, m >>= 1)
+			if ((m & 1u) && !(c->shows & texts[k].bit) &&
+			        (q || (char)(nx | 0x20) == texts[k].text[1]) &&
 			        shown_at(s, len, i, texts[k].text))
 				c->shows |= texts[k].bit;
 	}
@@ -372,7 +383,6 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		cls_refuse(c, (size_t)(nul - line), "input contains a NUL byte");
 	} else {
 		struct cls_cmd *list = NULL;
-		cls_note_shown(c, line, len);
 		if (cls_parse(c, line, len, 0, &list) == 0) {
 			for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
 				if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) ==
@@ -395,6 +405,11 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		 * it one (read, printf -v, a for variable, ${x:=}, let, a nameref, an export to a
 		 * child bash), and at whatever point of a loop or an eval (black-box round 4) */
 		int any_name = c->dyn_target || c->sink_all; /* read "$n", declare -n, ... */
+		/* the texts the line shows matter to the three checks below only: scanning every
+		 * line for them took a fifth of all the work */
+		if (((c->aliases != NULL || c->alias_any) && !c->aliases_on && !any_name) ||
+		        c->locale_str || c->redir_exp)
+			cls_note_shown(c, line, len);
 		if ((c->aliases_on || (c->shows & CLS_SHOW_POSIX) || any_name) && alias_ran(c))
 			cls_refuse(c, 0,
 			        "the line defines an alias, runs a command of that name and may switch "

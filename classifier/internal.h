@@ -235,8 +235,7 @@ struct cls_ctx {
 	size_t dynamic_off;
 	/* the value model (values.c): the kind of every variable the line assigns, how values
 	 * flow between them, and the names bash evaluates; checked once the line is read */
-	struct cls_var vars[CLS_MAX_VARS];
-	unsigned nvars;
+	unsigned nvars; /* vars[] (below the cleared part): an entry is cleared when added */
 	unsigned nedges;
 	struct cls_vedge *vedges; /* values built from other variables */
 	int vars_over;            /* more names or flows than the table holds: coarse rule */
@@ -264,6 +263,7 @@ struct cls_ctx {
 	int followed;               /* texts followed so far */
 	struct cls_write writes[CLS_MAX_WRITES];
 	struct cls_filerun runs[CLS_MAX_RUNS];
+	struct cls_var vars[CLS_MAX_VARS];
 	_Alignas(16) char first[CLS_ARENA_FIRST]; /* the first arena chunk, no malloc needed */
 };
 
