@@ -74,6 +74,8 @@ struct parser {
 	int assign_saved;      /* assign_ok before that redirection */
 	int assign_args;       /* the command is declare-like: its arguments are assignments */
 	int coproc_first;      /* the next word is the first after `coproc` */
+	int for_name;          /* 1: the next word is the NAME of for, select or function; 2: it
+	                          was (`do' or `{' may follow it) */
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 	int heredoc;                 /* scanning an unquoted here-doc body */
 	/* the value model (values.c) */
@@ -1750,11 +1752,26 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	}
 	int coproc_first = P->coproc_first;
 	P->coproc_first = 0;
+	int for_name = P->for_name;
+	P->for_name = 0;
+	int plain = !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP));
+	/* a reserved word is one only where a command may start, or right after the NAME of
+	 * `for NAME do', `for NAME {' or `function NAME {': an argument `do' or `{' opens nothing, and bash reads the next word as an
+	 * argument, with no subscript spanning blanks (parity fuzz: `echo { a[x; git push;
+	 * b]=1' ran git push while it was read as one assignment) */
 	int opener = 0;
-	if (!(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)))
+	if (plain && (P->assign_ok ||
+	                     (for_name == 2 && (strcmp(t->w.s, "do") == 0 ||
+	                                               strcmp(t->w.s, "{") == 0))))
 		for (size_t i = 0; openers[i] != NULL; i++)
 			if (t->w.s[0] == openers[i][0] && strcmp(t->w.s, openers[i]) == 0)
 				opener = 1;
+	if (plain && P->assign_ok &&
+	        (strcmp(t->w.s, "for") == 0 || strcmp(t->w.s, "select") == 0 ||
+	                strcmp(t->w.s, "function") == 0))
+		P->for_name = 1;
+	else if (for_name == 1)
+		P->for_name = 2;
 	/* A command starts after `coproc`, and bash reads the word after that first one as a
 	 * command start too (the first may be the coprocess's NAME): `coproc a[b c]=1 git push`
 	 * runs git push, and `coproc x a[b` is a syntax error to bash (fuzz finding). */
