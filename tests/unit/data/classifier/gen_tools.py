@@ -251,6 +251,29 @@ for tool, line, exp, note in [
         ("perl", "perl -MFile::Find -e 1", "none", "neighbour: another File:: module"),
         ]:
     c(tool, line, exp, note)
+for tool, line, exp, note in [
+        ("lua", 'lua -e \'os.execute("git push")\'', 'deny', 'os.execute runs a command'),
+        ("lua", 'luajit -e \'io.popen("git push")\'', 'deny', 'io.popen runs a command (luajit)'),
+        ("lua", 'lua5.4 -e \'os.execute("git push")\'', 'deny', 'a versioned name'),
+        ("lua", 'lua -e \'os["exe".."cute"]("git push")\'', 'deny', 'os as a value reaches os.execute by a built name'),
+        ("lua", "lua -e 'for k, f in pairs(os) do print(k) end'", 'deny', 'os as a value'),
+        ("lua", 'lua -e \'load("os.execute(1)")()\'', 'deny', 'load runs code it builds'),
+        ("lua", 'lua -e \'require("so".."cket")\'', 'deny', 'require of a built name'),
+        ("lua", 'lua -e \'_G["os"]["execute"]("git push")\'', 'deny', '_G reaches any function'),
+        ("lua", 'luajit -e \'require("ffi").C.system("git push")\'', 'deny', "luajit's ffi calls C"),
+        ("lua", 'lua -e \'local s = require "socket"; s.connect("h.test", 80)\'', 'net:raw', 'luasocket'),
+        ("lua", 'lua -e \'local http = require("socket.http"); http.request("http://h.test/")\'', 'net:raw', 'socket.http'),
+        ("lua", 'lua -l socket x.lua', 'net:raw', '-l loads a network library'),
+        ("lua", 'lua <<< \'os.execute("git push")\'', 'deny', 'a program from a here-string is scanned'),
+        ("lua", "echo 'print(1)' | lua", 'deny', 'a program from a pipe is not static'),
+        ("lua", 'cat x.lua | lua -', 'deny', 'standard input from a pipe'),
+        ("lua", "lua -e 'print(os.time())'", 'none', 'os.time is a field'),
+        ("lua", 'lua5.1 -e \'io.write("hi\\n")\'', 'none', 'io.write'),
+        ("lua", "lua <<< 'print(1)'", 'none', 'a static here-string'),
+        ("lua", 'lua x.lua', 'none', 'a script file is out of reach'),
+        ("lua", 'luajit -v', 'none', 'version'),
+        ]:
+    c(tool, line, exp, note)
 
 # ---- item 5: gh api expansions, refspecs --------------------------------------------------
 c = table("fixes.tsv")
