@@ -646,8 +646,15 @@ static int parse_braceparam(
 			val->copy = !all && (op == '}' || op == '#' || op == '%' || arith_from != SIZE_MAX);
 			if (op == '@' && op2 == 'P')
 				cls_val_sink(P->c, nm, nl, P->base + open);
-			if (op == '=' || (op == ':' && op2 == '='))
+			if (op == '=' || (op == ':' && op2 == '=')) {
 				cls_val_set(P->c, nm, nl, CLS_VK_TEXT);
+				/* PS4, PROMPT_COMMAND, BASH_ENV, ... run what they hold: set this
+				 * way their value is not classified (a session finding) */
+				if (cls_hook_name(nm, nl))
+					return ERR(P, open,
+					        "${NAME:=...} setting PS0-PS4, PROMPT_COMMAND, BASH_ENV, "
+					        "ENV, BASH_CMDS or BASH_ALIASES");
+			}
 		}
 		if (op == '@' && op2 == 'P')
 			P->c->eval_name = 1;
@@ -1756,7 +1763,7 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	P->for_name = 0;
 	int plain = !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP));
 	/* a reserved word is one only where a command may start, or right after the NAME of
-	 * `for NAME do', `for NAME {' or `function NAME {': an argument `do' or `{' opens nothing, and bash reads the next word as an
+	 * `for NAME do' or `function NAME {': an argument `do' or `{' opens nothing, and bash reads the next word as an
 	 * argument, with no subscript spanning blanks (parity fuzz: `echo { a[x; git push;
 	 * b]=1' ran git push while it was read as one assignment) */
 	int opener = 0;
@@ -2343,6 +2350,12 @@ static int parse_for(struct parser *P)
 		return unexpected(P, t);
 	const char *var = t->w.s;
 	size_t vl = t->w.len;
+	/* a loop over PS4, PROMPT_COMMAND, BASH_ENV, ...: each word becomes code bash runs later
+	 * (`for PS4 in "\$(git push)"; do set -x; :; done' ran git push; a session finding) */
+	if (cls_hook_name(var, vl))
+		return ERR(P, t->off,
+		        "a loop setting PS0-PS4, PROMPT_COMMAND, BASH_ENV, ENV, BASH_CMDS or "
+		        "BASH_ALIASES");
 	if (!is_for)
 		cls_val_set(P->c, "REPLY", 5, CLS_VK_TEXT); /* select: what the user typed */
 	consume(P);
