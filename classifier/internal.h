@@ -219,6 +219,8 @@ struct cls_ctx {
 	struct cls_name *aliases;                 /* alias names defined so far */
 	/* tools.c */
 	struct cls_assign *assigns; /* registry-related environment assignments on the line */
+	struct cls_assign *make_env; /* make variables assigned before make was seen (wrappers.c) */
+	int make_seen;               /* make, gmake or bmake runs on the line */
 	unsigned registries;        /* ALLOW_REG_* bits: default registries the line reaches */
 	/* strings bash may evaluate later (issue 12): a static text holding "$(" or a backtick
 	 * (latent), and a construct that evaluates a variable's value as code (arithmetic, a

@@ -1182,9 +1182,10 @@ static int make_variable(struct cls_ctx *c, const struct cls_word *w, size_t nl)
 	int prog = cls_in_list(progs, name, nl);
 	/* an expansion (PREFIX=$HOME/.local, CFLAGS="$CFLAGS") is taken as words: its value
 	 * comes from the environment, unless it names a program */
+	/* a `$' (quoted: an expansion is CLS_EXP_MARK) is make's: $(shell ...), ${shell ...},
+	 * or another variable the environment sets ($X, X=';git push') */
 	for (size_t i = 0; i < vl; i++)
-		if (strchr(";|&`<>\n\"'", val[i]) != NULL || (prog && val[i] == CLS_EXP_MARK) ||
-		        (val[i] == '$' && i + 1 < vl && val[i + 1] == '('))
+		if (strchr(";|&`<>\n\"'$", val[i]) != NULL || (prog && val[i] == CLS_EXP_MARK))
 			return cls_refuse(c, w->off,
 			        "make %.*s= holds text the recipe's shell reads as more than "
 			        "words: "
@@ -1213,6 +1214,56 @@ static int make_variable(struct cls_ctx *c, const struct cls_word *w, size_t nl)
 		return 0;
 	/* the recipe appends flags and files: words the line does not give here */
 	return cls_run_script(c, val, vl, w->off, CLS_C_XARGS);
+}
+
+static int startup_device(const char *s, size_t len);
+
+/* Whether NAME (nl bytes) is a variable make takes from the environment into its built-in
+ * rules or its own options: the program variables, their flags (CFLAGS, LDLIBS, ...), and
+ * MAKEFLAGS, GNUMAKEFLAGS, MFLAGS, MAKEFILES, .SHELLFLAGS.  SHELL is not among them: GNU make
+ * does not take it from the environment. */
+static int make_env_name(const char *s, size_t nl)
+{
+	static const char *const names[] = {"AR", "AS", "CC", "CXX", "CPP", "FC", "PC", "LD", "LEX",
+	        "YACC", "RM", "M2C", "CO", "GET", "LINT", "MAKEINFO", "TEX", "TEXI2DVI", "WEAVE",
+	        "CWEAVE", "TANGLE", "CTANGLE", "MAKE", "OBJC", "GO", "RUSTC", "LDLIBS", "LOADLIBES",
+	        "TARGET_ARCH", "OUTPUT_OPTION", "MAKEFLAGS", "GNUMAKEFLAGS", "MFLAGS", "MAKEFILES",
+	        ".SHELLFLAGS", NULL};
+	return cls_in_list(names, s, nl) || (nl > 5 && memcmp(s + nl - 5, "FLAGS", 5) == 0);
+}
+
+/* NAME=VALUE in make's environment (CC='curl ...' make x, export CC=...; make, env CC=...
+ * make): make's built-in rules run $(CC) from the environment as they do `make CC=...'
+ * (classified by make_variable); MAKEFLAGS and its kin may hold VAR=VALUE words and --eval,
+ * and are refused unless they hold short options only; MAKEFILES names makefiles make reads,
+ * refused when one is a descriptor or a device (the line's own input). */
+static int make_env_variable(struct cls_ctx *c, const struct cls_word *w, size_t nl)
+{
+	const char *val = w->s + nl + 1;
+	size_t vl = w->len - nl - 1;
+	if (w->len > nl && w->s[nl] == '+') { /* NAME+=VALUE */
+		val++;
+		vl--;
+	}
+	if (name_is(w->s, nl, "MAKEFLAGS") || name_is(w->s, nl, "GNUMAKEFLAGS") ||
+	        name_is(w->s, nl, "MFLAGS")) {
+		for (size_t i = 0; i < vl; i++)
+			if (strchr("-jklsnqrRwiBeSt0123456789 ", val[i]) == NULL)
+				return cls_refuse(c, w->off,
+				        "%.*s other than short options (it may define variables or "
+				        "--eval): refused",
+				        (int)nl, w->s);
+		return 0;
+	}
+	if (name_is(w->s, nl, "MAKEFILES")) {
+		if ((w->flags & CLS_W_DL) || memchr(val, CLS_EXP_MARK, vl) != NULL ||
+		        startup_device(val, vl))
+			return cls_refuse(c, w->off,
+			        "MAKEFILES names a descriptor, a device or text not static: refused");
+		return 0;
+	}
+	/* make_variable takes the length up to `=' and drops a `+' itself */
+	return make_variable(c, w, w->len > nl && w->s[nl] == '+' ? nl + 1 : nl);
 }
 
 /* Programs whose command language runs shell commands (second attacker's findings): ed's `!'
@@ -1255,6 +1306,12 @@ static int w_cmdlang(struct cls_ctx *c, struct run *r)
 		return 0;
 	}
 	if (name_is(b, bl, "make") || name_is(b, bl, "gmake") || name_is(b, bl, "bmake")) {
+		if (!c->make_seen) {
+			c->make_seen = 1;
+			for (const struct cls_assign *a = c->make_env; a != NULL; a = a->next)
+				if (make_env_variable(c, a->w, a->nlen) == -1)
+					return -1;
+		}
 		for (size_t i = 1; i < r->n; i++) {
 			const struct cls_word *w = &v[i];
 			if (cls_word_is(w, "--"))
@@ -2776,7 +2833,8 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	        "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "WGET_ASKPASS",
 	        "GIT_PROXY_COMMAND", "EDITOR", "VISUAL", "PAGER", "FCEDIT", "MANPAGER",
 	        "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC", "RUSTDOC",
-	        "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC", "CARGO_BUILD_RUSTDOC", NULL};
+	        "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC", "CARGO_BUILD_RUSTDOC", "RSYNC_RSH",
+	        "RSYNC_CONNECT_PROG", "CVS_RSH", "SVN_SSH", NULL};
 	static const char *const prompts[] = {"PS0", "PS1", "PS2", "PS3", "PS4", NULL};
 	const char *s = w->s;
 	const char *eq = memchr(s, '=', w->len);
@@ -2870,6 +2928,21 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 	}
 	if (cls_in_list(prompts, s, nl))
 		return cls_run_prompt(c, val, vl, w->off);
+	/* a variable make takes from the environment: checked when make runs anywhere on the line
+	 * (a function or a loop may run make before the assignment's place) */
+	if (make_env_name(s, nl)) {
+		if (c->make_seen)
+			return make_env_variable(c, w, nl);
+		struct cls_assign *a = cls_alloc(c, sizeof *a + sizeof *w, w->off);
+		if (a == NULL)
+			return -1;
+		struct cls_word *copy = (struct cls_word *)(a + 1);
+		*copy = *w;
+		a->w = copy;
+		a->nlen = nl;
+		a->next = c->make_env;
+		c->make_env = a;
+	}
 	if (name_is(s, nl, "BASH_ENV") || name_is(s, nl, "ENV")) {
 		/* a start-up file: a file is out of reach, anything else is not static */
 		if (nonstatic)
