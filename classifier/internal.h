@@ -40,7 +40,8 @@ struct cls_dep {
 	size_t at;           /* where the expansion's mark is in the decoded word */
 	unsigned char kind;  /* enum cls_dep_kind */
 	unsigned char copy;  /* the value itself or a part of it (${x}, ${x%.*}, ${x:1}, ${a[i]}),
-	                        not a value joined with other text (${x:-y}, ${x/a/b}) */
+	                        not a value joined with other text (${x:-y}, ${x/a/b}); 2 for
+	                        the whole value ($x, ${x}) */
 	unsigned char arith_set; /* a name in arithmetic that the arithmetic assigns (x=1, x++) */
 };
 
@@ -262,6 +263,8 @@ struct cls_ctx {
 	size_t nwrites, nruns;
 	int writes_over, runs_over; /* more than the arrays hold */
 	int cd_seen;                /* cd, pushd or popd runs */
+	int var_operand;            /* a script operand was followed from a variable (values.c) */
+	size_t var_operand_off;
 	int followed;               /* texts followed so far */
 	struct cls_write writes[CLS_MAX_WRITES];
 	struct cls_filerun runs[CLS_MAX_RUNS];

@@ -644,6 +644,8 @@ static int parse_braceparam(
 			val->name = nm;
 			val->nlen = nl;
 			val->copy = !all && (op == '}' || op == '#' || op == '%' || arith_from != SIZE_MAX);
+			if (val->copy && op == '}' && sub_lo == SIZE_MAX && arith_from == SIZE_MAX)
+				val->copy = 2; /* the whole value, not a part (black-box round 5) */
 			if (op == '@' && op2 == 'P')
 				cls_val_sink(P->c, nm, nl, P->base + open);
 			if (op == '=' || (op == ':' && op2 == '=')) {
@@ -1040,7 +1042,7 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 		P->pos += 2;
 		while (P->pos < P->len && is_name_char(P->s[P->pos]))
 			P->pos++;
-		return wb_dep(P, b, flags, CLS_DEP_VAR, P->s + open + 1, P->pos - open - 1, 1);
+		return wb_dep(P, b, flags, CLS_DEP_VAR, P->s + open + 1, P->pos - open - 1, 2);
 	}
 	if ((n >= '0' && n <= '9') || (n != '\0' && strchr("@*#?$!-", n) != NULL)) {
 		P->pos += 2;

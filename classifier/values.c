@@ -160,7 +160,7 @@ static void assign_value(struct cls_ctx *c, int i, const struct cls_word *w, siz
 			return;
 		}
 		nvar++;
-		ncopy += d->copy;
+		ncopy += d->copy != 0;
 	}
 	int litnum = literal_numeric(w->s, from, to);
 	if (nvar == 0) {
@@ -569,7 +569,7 @@ int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
 {
 	const struct cls_dep *d = w->deps;
 	if (w->len != 1 || w->s[0] != CLS_EXP_MARK || d == NULL || d->next != NULL ||
-	        d->kind != CLS_DEP_VAR || !d->copy || c->scripts > 0)
+	        d->kind != CLS_DEP_VAR || d->copy != 2 || c->scripts > 0)
 		return 0;
 	int i = var_find(c, d->name, d->nlen, 0);
 	if (i < 0)
@@ -578,12 +578,16 @@ int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
 	if (v->ftext != NULL && !v->fmulti && v->nassign == 1 && !v->nloops && !v->touched &&
 	        w->off > v->foff && plain_file(v->ftext, v->flen)) {
 		v->relied = 1;
+		c->var_operand = 1;
+		c->var_operand_off = w->off;
 		return 1;
 	}
 	if (v->nloops != 1 || !v->loop_safe || v->nassign || v->touched || w->off < v->body_lo ||
 	        w->off >= v->body_hi)
 		return 0;
 	v->relied = 1;
+	c->var_operand = 1;
+	c->var_operand_off = w->off;
 	return 1;
 }
 
@@ -600,6 +604,22 @@ static int special_numeric(const struct cls_var *v)
 	return 0;
 }
 
+/* Variables bash fills with text the line may choose (black-box round 5): the line's own text
+ * (BASH_EXECUTION_STRING, BASH_COMMAND), aliases and arguments (BASH_ALIASES, BASH_ARGV), the
+ * folder cd entered (PWD, OLDPWD, DIRSTACK), and values that are names (HOSTTYPE is x86_64,
+ * which the line may assign): run-time text wherever bash evaluates them. */
+static int special_text(const char *name, size_t nl)
+{
+	static const char *const texts[] = {"BASH_EXECUTION_STRING", "BASH_COMMAND",
+	        "BASH_ALIASES", "BASH_CMDS", "BASH_ARGV", "BASH_SOURCE", "FUNCNAME", "PWD", "OLDPWD",
+	        "DIRSTACK", "HOSTTYPE", "OSTYPE", "MACHTYPE", "HOSTNAME", "BASH_VERSION", "HOME",
+	        "USER", "LOGNAME", "SHELL", "TERM", "LANG", "PATH", "IFS", NULL};
+	for (size_t i = 0; texts[i] != NULL; i++)
+		if (name_eq(name, nl, texts[i]))
+			return 1;
+	return 0;
+}
+
 static enum cls_vkind dep_kind(struct cls_ctx *c, const unsigned char *kinds, const struct cls_dep *d,
         int *set)
 {
@@ -608,6 +628,8 @@ static enum cls_vkind dep_kind(struct cls_ctx *c, const unsigned char *kinds, co
 	if (i < 0) {
 		if (name_eq(d->name, d->nlen, "!k"))
 			return c->assoc ? CLS_VK_TEXT : CLS_VK_NUM;
+		if (special_text(d->name, d->nlen))
+			return CLS_VK_TEXT;
 		return CLS_VK_STATIC; /* the environment's */
 	}
 	return kinds[i] == CLS_VK_ENV ? CLS_VK_STATIC : (enum cls_vkind)kinds[i];
@@ -671,6 +693,8 @@ int cls_val_check(struct cls_ctx *c)
 			kinds[i] = CLS_VK_NUM;
 		if (!v->set && name_eq(v->name, v->nlen, "!k"))
 			kinds[i] = c->assoc ? CLS_VK_TEXT : CLS_VK_NUM;
+		if (special_text(v->name, v->nlen))
+			kinds[i] = CLS_VK_TEXT; /* bash sets them too (cd, alias, a call) */
 	}
 	/* kinds only grow: at most three steps per variable */
 	for (unsigned round = 0; round <= 3 * c->nvars + 1; round++) {
@@ -827,7 +851,7 @@ int cls_val_builtin(struct cls_ctx *c, const struct cls_word *v, size_t n, unsig
 		const struct cls_word *arr = NULL;
 		const char *as = NULL;
 		size_t al = 0;
-		size_t i = skip_opts(v, n, "dnOsutcC", 0, &arr, &as, &al);
+		size_t i = skip_opts(v, n, "dnOsucC", 0, &arr, &as, &al); /* -t takes no value */
 		if (i >= n)
 			cls_val_set(c, "MAPFILE", 7, CLS_VK_TEXT);
 		for (; i < n; i++)

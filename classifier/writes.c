@@ -713,6 +713,12 @@ int cls_check_writes(struct cls_ctx *c)
 	if (c->runs_over)
 		return cls_refuse(c, 0,
 		        "writes files and runs more programs than the classifier keeps: refused");
+	/* a script operand followed from a variable (for f in t/x.py ...; python3 "$f") is not
+	 * matched against the writes by name: any write refuses it (black-box round 5: s=x.py;
+	 * echo ... > "$s"; python3 "$s" ran what the line wrote) */
+	if (c->var_operand)
+		return cls_refuse(c, c->var_operand_off,
+		        "a program's operand comes from a variable on a line that writes files");
 	/* following a text may record more runs and writes: the loops see them */
 	for (size_t i = 0; i < c->nruns; i++) {
 		struct cls_filerun r = c->runs[i];
