@@ -2571,6 +2571,12 @@ static int w_set(struct cls_ctx *c, struct run *r)
 	 * (black-box round 4, finding 5).  +H and +o switch it off. */
 	for (size_t i = 1; i < r->n; i++) {
 		const struct cls_word *w = &r->v[i];
+		/* `set $x' with x=-H: a word that begins with an expansion may be an option (a
+		 * session finding after black-box round 4) */
+		if (w->len > 0 && w->s[0] == CLS_EXP_MARK)
+			return cls_refuse(c, w->off,
+			        "set's options may come from an expansion (-H switches history "
+			        "expansion on): refused");
 		if (w->len == 0 || (w->s[0] != '-' && w->s[0] != '+') || cls_word_is(w, "--") ||
 		        cls_word_is(w, "-"))
 			break; /* an operand: the positional parameters follow */
