@@ -75,6 +75,7 @@ struct cls_doc {
                              they may be options */
 #define CLS_C_STDINX 0x40u /* standard input redirected from a word that is not static (a
                               process substitution, an expansion) */
+#define CLS_C_ASSIGN 0x100u /* assignments stand before the command word */
 #define CLS_C_OUTREDIR 0x80u /* some output descriptor is redirected (1, 2, &>, <>) */
 
 /* One simple command as the parser found it: assignments and redirections removed. */
@@ -249,6 +250,8 @@ struct cls_ctx {
 	int scripts;              /* nesting of scripts being run (bash -c, eval, ...) */
 	int numcmd_used;          /* a command's output was taken as a number (wc -l, nproc...) */
 	int numcmd_shadowed;      /* PATH, or a function or alias named like such a command */
+	int numgit_used;          /* git fed a pipeline whose output was taken as a number */
+	int git_env;              /* the line assigns a GIT_* variable (an external diff, ...) */
 	size_t numcmd_off;
 	/* an assignment's value names a network program or the loader (x=/usr/bin/curl): a copy
 	 * or link of an expansion may then be of that program (black-box finding) */
@@ -356,6 +359,10 @@ void cls_val_sink_name_at(
         struct cls_ctx *c, const char *s, size_t len, size_t i, size_t e, size_t off);
 /* Whether command v[0..n) prints a number only (wc -l on its input, nproc, date +%s, ...). */
 int cls_val_numeric_cmd(struct cls_ctx *c, const struct cls_cmd *cmd);
+/* Whether the pipeline first ... last (simple commands, each the next's) prints a number:
+ * last does (cls_val_numeric_cmd) and each before it can neither write a file nor run
+ * another program, so that all it prints goes into the pipe (values.c). */
+int cls_val_numeric_pipe(struct cls_ctx *c, const struct cls_cmd *first, const struct cls_cmd *last);
 /* A function or alias named name[0..nl) is defined: a command of that name is no longer
  * known to print a number. */
 void cls_val_define(struct cls_ctx *c, const char *name, size_t nl, size_t off);

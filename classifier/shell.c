@@ -83,6 +83,7 @@ struct parser {
 	unsigned npipes;               /* pipelines parsed */
 	struct cls_cmd *elem_cmd;      /* the simple command the last command parsed was */
 	struct cls_cmd *last_elem;     /* ... at the end of the last pipeline */
+	int pipe_simple;               /* each element of the last pipeline one simple command */
 	unsigned nelems;               /* pipeline elements parsed */
 	const struct cls_word *stmt;   /* the assignment of an assignment-only command */
 	int elem_depth;                /* the nesting elem_cmd was parsed at */
@@ -285,9 +286,14 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *nume
 	 * 'printf ... > /proc/$PPID/fd/1' | wc -l ran git push in $(( ))) */
 	/* ... and no other command in it either: a substitution in its words or redirections
 	 * (< <(...), <<< "$(...)") runs in a child of the same shell, with the same reach */
+	/* ... or a pipeline of simple commands each of which writes nothing but its output and
+	 * runs nothing (cls_val_numeric_pipe: ls, find without -exec, git diff ...) */
 	if (numeric != NULL)
-		*numeric = P->npipes == 1 && P->nelems == 1 && P->last_elem != NULL &&
-		           *from == P->last_elem && cls_val_numeric_cmd(P->c, P->last_elem);
+		*numeric = P->npipes == 1 && P->last_elem != NULL &&
+		           (P->nelems == 1 ? *from == P->last_elem &&
+		                                     cls_val_numeric_cmd(P->c, P->last_elem) :
+		                             P->pipe_simple &&
+		                                     cls_val_numeric_pipe(P->c, *from, P->last_elem));
 	P->npipes = npipes;
 	P->nelems = nelems;
 	/* parse_list stops at a token it cannot use; it must be our closing parenthesis. */
@@ -1113,8 +1119,10 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	*flags |= CLS_W_SUBST;
 	P->tail = sub.tail;
 	cls_leave(P->c);
-	if (sub.npipes == 1 && sub.nelems == 1 && sub.last_elem != NULL && *bfrom == sub.last_elem &&
-	        cls_val_numeric_cmd(P->c, sub.last_elem))
+	if (sub.npipes == 1 && sub.last_elem != NULL &&
+	        (sub.nelems == 1 ? *bfrom == sub.last_elem && cls_val_numeric_cmd(P->c, sub.last_elem) :
+	                           sub.pipe_simple &&
+	                                   cls_val_numeric_pipe(P->c, *bfrom, sub.last_elem)))
 		return wb_num_exp(P, b, flags);
 	return wb_dep(P, b, flags, CLS_DEP_TEXT, NULL, 0, 0);
 }
@@ -2231,7 +2239,7 @@ static int parse_simple(struct parser *P)
 	if (++P->c->ncmds > CLS_MAX_COMMANDS)
 		return ERR(P, cmd->argv[0].off - P->base, "more than %d simple commands",
 		        CLS_MAX_COMMANDS);
-	cmd->flags = r.flags;
+	cmd->flags = r.flags | (nassign > 0 ? CLS_C_ASSIGN : 0);
 	cmd->doc = r.doc;
 	/* Substitutions inside the words were recorded first; the command follows them. */
 	*P->tail = cmd;
@@ -2685,6 +2693,7 @@ static int parse_pipeline(struct parser *P)
 		return 0;
 	struct cls_cmd **start = P->tail;
 	P->npipes++;
+	int simple = 1; /* every element one simple command and nothing else */
 	for (int first = 1;; first = 0) {
 		struct cls_cmd **from = P->tail;
 		int depth = P->c->depth;
@@ -2694,6 +2703,9 @@ static int parse_pipeline(struct parser *P)
 			return -1;
 		/* a simple command, not a compound's last (values.c: what a substitution prints) */
 		P->last_elem = P->elem_cmd != NULL && P->elem_depth == depth ? P->elem_cmd : NULL;
+		simple = simple && P->last_elem != NULL && *from == P->last_elem &&
+		         P->last_elem->next == NULL;
+		P->pipe_simple = simple;
 		/* what runs before this element writes its standard input */
 		if (!first)
 			mark_cmds(*from,

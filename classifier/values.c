@@ -59,7 +59,8 @@ static int var_find(struct cls_ctx *c, const char *name, size_t nl, int add)
 /* The commands whose output cls_val_numeric_cmd may trust: a function, an alias or a PATH
  * set on the line could make them print anything. */
 static const char *const numcmds[] = {"wc", "grep", "nproc", "date", "seq", "stat", "git", "id",
-        "getconf", "pgrep", NULL};
+        "getconf", "pgrep", "ls", "cat", "egrep", "fgrep", "head", "tail", "sort", "uniq", "cut",
+        "tr", "find", NULL};
 
 void cls_val_define(struct cls_ctx *c, const char *name, size_t nl, size_t off)
 {
@@ -74,6 +75,8 @@ static void note_set(struct cls_ctx *c, int i, const char *name, size_t nl)
 {
 	if (name_eq(name, nl, "PATH") && !c->numcmd_shadowed)
 		c->numcmd_shadowed = 1; /* also makes wc & co. other programs */
+	if (nl > 4 && memcmp(name, "GIT_", 4) == 0)
+		c->git_env = 1; /* GIT_EXTERNAL_DIFF, GIT_CONFIG_*, ...: git runs a program */
 	if (i >= 0)
 		c->vars[i].set = 1;
 }
@@ -477,6 +480,121 @@ int cls_val_numeric_cmd(struct cls_ctx *c, const struct cls_cmd *cmd)
 	return ok;
 }
 
+/* Whether a word of cmd from index `from' on is one of words (exact), or starts with one
+ * of prefixes. */
+static int has_word(const struct cls_cmd *cmd, size_t from, const char *const *words,
+        const char *const *prefixes)
+{
+	for (size_t i = from; i < cmd->argc; i++) {
+		const struct cls_word *w = &cmd->argv[i];
+		for (size_t k = 0; words != NULL && words[k] != NULL; k++)
+			if (cls_word_is(w, words[k]))
+				return 1;
+		for (size_t k = 0; prefixes != NULL && prefixes[k] != NULL; k++)
+			if (w->len >= strlen(prefixes[k]) &&
+			        memcmp(w->s, prefixes[k], strlen(prefixes[k])) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* Whether a bundle of short options (-xyz, not --long) among cmd's words holds letter ch. */
+static int has_short(const struct cls_cmd *cmd, char ch)
+{
+	for (size_t i = 1; i < cmd->argc; i++) {
+		const struct cls_word *w = &cmd->argv[i];
+		if (cls_word_is(w, "--"))
+			return 0;
+		if (w->len >= 2 && w->s[0] == '-' && w->s[1] != '-' && memchr(w->s, ch, w->len))
+			return 1;
+	}
+	return 0;
+}
+
+/* The earlier elements of a pipeline into a numeric command ($(git diff --name-only | wc -l)):
+ * what they print goes into the pipe, and wc prints a number.  What could reach the
+ * substitution's output instead is a write to a path the line gives (/proc/$PPID/fd/1: sort
+ * -o, find -fprint, uniq's second operand, git --output) or another program run (find -exec,
+ * git's external diff), so only a short list of commands, with static words, no assignment
+ * before them and no redirection but input from a file, is taken.  A function, an alias or
+ * PATH may stand for them (numcmds); a GIT_ variable may make git run a program (checked at
+ * the end of the line).  What git's configuration runs (diff.external, textconv) is a file
+ * outside the line. */
+static int pipe_safe(const struct cls_cmd *cmd, int *git)
+{
+	if (cmd->argc == 0 || (cmd->flags & (CLS_C_OUTREDIR | CLS_C_STDINX | CLS_C_ASSIGN)) ||
+	        cmd->doc != NULL || !all_static(cmd, 0))
+		return 0;
+	const struct cls_word *p = &cmd->argv[0];
+	int ok = 0;
+	if (cls_word_is(p, "ls") || cls_word_is(p, "cat") || cls_word_is(p, "grep") ||
+	        cls_word_is(p, "egrep") || cls_word_is(p, "fgrep") || cls_word_is(p, "head") ||
+	        cls_word_is(p, "cut") || cls_word_is(p, "tr")) {
+		ok = 1;
+	} else if (cls_word_is(p, "tail")) {
+		static const char *const follow[] = {"--follow", "--retry", NULL};
+		static const char *const followp[] = {"--follow=", NULL};
+		ok = !has_short(cmd, 'f') && !has_short(cmd, 'F') && !has_word(cmd, 1, follow, followp);
+	} else if (cls_word_is(p, "sort")) {
+		static const char *const outp[] = {"--o", "--c", NULL}; /* --output, --compress-... */
+		ok = !has_short(cmd, 'o') && !has_word(cmd, 1, NULL, outp);
+	} else if (cls_word_is(p, "uniq")) {
+		/* a second operand is the output file; an option's value counts as one */
+		static const char *const none[] = {NULL};
+		ok = only_opts(cmd, "cdiuDzfsw0123456789", none, 1);
+	} else if (cls_word_is(p, "find")) {
+		static const char *const acts[] = {"-exec", "-execdir", "-ok", "-okdir", "-fprint",
+		        "-fprint0", "-fprintf", "-fls", "-delete", NULL};
+		ok = !has_word(cmd, 1, acts, NULL);
+	} else if (cls_word_is(p, "git") && cmd->argc >= 2) {
+		const struct cls_word *v = &cmd->argv[1];
+		static const char *const bad[] = {"--ext-diff", "--textconv", "-o", NULL};
+		static const char *const badp[] = {"--output", "--open-files-in-pager", "-O", NULL};
+		ok = !has_word(cmd, 2, bad, badp);
+		if (cls_word_is(v, "branch") || cls_word_is(v, "tag")) {
+			/* listing only: an operand is a pattern after --list, options from a list */
+			static const char *const list[] = {"--list", "-l", NULL};
+			static const char *const opts[] = {"--list", "-l", "-r", "--remotes", "-v",
+			        "-vv", "--verbose", "--all", "--merged", "--no-merged", "--contains",
+			        "--no-contains", "--points-at", "--no-color", "--", NULL};
+			int listing = has_word(cmd, 2, list, NULL) || cmd->argc == 2;
+			for (size_t i = 2; ok && i < cmd->argc; i++) {
+				const struct cls_word *w = &cmd->argv[i];
+				if (w->len > 0 && w->s[0] == '-') {
+					size_t k = 0;
+					while (opts[k] != NULL && !cls_word_is(w, opts[k]))
+						k++;
+					ok = opts[k] != NULL || (w->len > 7 && memcmp(w->s, "--sort=", 7) == 0) ||
+					     (w->len > 9 && memcmp(w->s, "--format=", 9) == 0) ||
+					     (cls_word_is(v, "branch") && cls_word_is(w, "-a"));
+				} else {
+					ok = listing;
+				}
+			}
+		} else if (!cls_word_is(v, "diff") && !cls_word_is(v, "log") &&
+		           !cls_word_is(v, "ls-files") && !cls_word_is(v, "status") &&
+		           !cls_word_is(v, "rev-list")) {
+			ok = 0;
+		}
+		if (ok)
+			*git = 1;
+	}
+	return ok;
+}
+
+int cls_val_numeric_pipe(struct cls_ctx *c, const struct cls_cmd *first, const struct cls_cmd *last)
+{
+	int git = 0;
+	for (const struct cls_cmd *e = first; e != last; e = e->next)
+		if (e == NULL || !pipe_safe(e, &git))
+			return 0;
+	if (!cls_val_numeric_cmd(c, last))
+		return 0;
+	if (git)
+		c->numgit_used = 1;
+	return 1;
+}
+
 /* ---- for loops over file names -------------------------------------------------------------- */
 
 void cls_val_loop_begin(struct cls_ctx *c, const char *name, size_t nl)
@@ -668,6 +786,10 @@ int cls_val_check(struct cls_ctx *c)
 		return cls_refuse(c, c->numcmd_off,
 		        "a command's output is taken as a number, but the line sets PATH or "
 		        "defines a function or alias that may stand for that command");
+	if (c->numgit_used && (c->git_env || c->dyn_target))
+		return cls_refuse(c, c->numcmd_off,
+		        "git feeds a pipeline whose output is taken as a number, but the line sets a "
+		        "GIT_ variable (git may run a program that writes elsewhere)");
 	for (unsigned i = 0; i < c->nvars; i++) {
 		const struct cls_var *v = &c->vars[i];
 		int again = v->ftext != NULL ? v->fmulti || v->nassign != 1 || v->nloops ||
