@@ -133,8 +133,10 @@ struct cls_var {
 	unsigned char nassign;   /* assignments other than by a for loop's words (saturating) */
 	unsigned char nloops;    /* for loops over it (saturating) */
 	unsigned char loop_safe; /* each word of its loop is a file name under a static prefix */
+	unsigned char loop_dot;  /* each word of its loop gives names with a `.' (*.sh) */
 	unsigned char touched;   /* unset, or declared without a value (local x) */
-	unsigned char relied;    /* a program's operand was taken as one of those names */
+	unsigned char relied;    /* a program's operand was taken as one of those names: 1 a file
+	                          * (loop_safe), 2 a dotted name (loop_dot) */
 	size_t body_lo, body_hi; /* its loop's body in the line */
 	/* following a static value (script=build.py; python3 $script) */
 	const char *ftext; /* the value of a statement of the line's own shell that certainly
@@ -385,6 +387,9 @@ void cls_val_touch(struct cls_ctx *c, const char *name, size_t nl);
  * used in that loop's body by the line's own shell.  The line is refused at its end when
  * anything else assigns, unsets or may rename the variable. */
 int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w);
+/* Whether w is "$f" for a loop whose every word gives names holding a `.' (for f in *.sh):
+ * never a whole option word of bash's (values.c). */
+int cls_val_dotted_operand(struct cls_ctx *c, const struct cls_word *w);
 /* Assignment word w (NAME=VALUE) is a statement of the line's own shell that runs before
  * anything after it: a static VALUE may be followed where $NAME is a program's operand. */
 void cls_val_follow_static(struct cls_ctx *c, const struct cls_word *w);

@@ -606,7 +606,19 @@ void cls_val_loop_begin(struct cls_ctx *c, const char *name, size_t nl)
 	if (v->nloops < 255)
 		v->nloops++;
 	if (v->nloops == 1)
-		v->loop_safe = 1;
+		v->loop_safe = v->loop_dot = 1;
+}
+
+/* Whether every name word w expands to holds a `.': one after the last character that ends a
+ * pattern (* ? ] ), or anywhere in a word with none. */
+static int dotted_word(const struct cls_word *w)
+{
+	if (w->deps != NULL || (w->flags & (CLS_W_EXP | CLS_W_BRACE)))
+		return 0;
+	size_t k = w->len;
+	while (k > 0 && strchr("*?])", w->s[k - 1]) == NULL)
+		k--;
+	return memchr(w->s + k, '.', w->len - k) != NULL;
 }
 
 /* Whether word w names a file under a static prefix: static text before any glob character,
@@ -631,6 +643,8 @@ void cls_val_loop_word(struct cls_ctx *c, const char *name, size_t nl, const str
 		return;
 	if (!file_word(w))
 		c->vars[i].loop_safe = 0;
+	if (!dotted_word(w))
+		c->vars[i].loop_dot = 0;
 	assign_value(c, i, w, 0, w->len, 1);
 }
 
@@ -695,7 +709,7 @@ int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
 	struct cls_var *v = &c->vars[i];
 	if (v->ftext != NULL && !v->fmulti && v->nassign == 1 && !v->nloops && !v->touched &&
 	        w->off > v->foff && plain_file(v->ftext, v->flen)) {
-		v->relied = 1;
+		v->relied |= 1;
 		c->var_operand = 1;
 		c->var_operand_off = w->off;
 		return 1;
@@ -703,9 +717,28 @@ int cls_val_file_operand(struct cls_ctx *c, const struct cls_word *w)
 	if (v->nloops != 1 || !v->loop_safe || v->nassign || v->touched || w->off < v->body_lo ||
 	        w->off >= v->body_hi)
 		return 0;
-	v->relied = 1;
+	v->relied |= 1;
 	c->var_operand = 1;
 	c->var_operand_off = w->off;
+	return 1;
+}
+
+int cls_val_dotted_operand(struct cls_ctx *c, const struct cls_word *w)
+{
+	const struct cls_dep *d = w->deps;
+	/* quoted: a name split in words could give bash `-ic' and a command; the whole value:
+	 * ${f%.sh} drops the `.'.  What the line writes does not matter: -n runs nothing. */
+	if (w->len != 1 || w->s[0] != CLS_EXP_MARK || d == NULL || d->next != NULL ||
+	        d->kind != CLS_DEP_VAR || d->copy != 2 || c->scripts > 0 || !(w->flags & CLS_W_QUOTED))
+		return 0;
+	int i = var_find(c, d->name, d->nlen, 0);
+	if (i < 0)
+		return 0;
+	struct cls_var *v = &c->vars[i];
+	if (v->nloops != 1 || !v->loop_dot || v->nassign || v->touched || w->off < v->body_lo ||
+	        w->off >= v->body_hi)
+		return 0;
+	v->relied |= 2;
 	return 1;
 }
 
@@ -794,7 +827,9 @@ int cls_val_check(struct cls_ctx *c)
 		const struct cls_var *v = &c->vars[i];
 		int again = v->ftext != NULL ? v->fmulti || v->nassign != 1 || v->nloops ||
 		                                       var_find(c, "IFS", 3, 0) >= 0 :
-		                               v->nloops != 1 || !v->loop_safe || v->nassign;
+		                               v->nloops != 1 || v->nassign ||
+		                                       ((v->relied & 1) && !v->loop_safe) ||
+		                                       ((v->relied & 2) && !v->loop_dot);
 		if (v->relied && (again || v->touched || c->sink_all || c->dyn_target || c->vars_over))
 			return cls_refuse(c, v->body_lo,
 			        "a program's operand was taken as a file name from a variable (a for loop's, a "

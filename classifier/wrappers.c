@@ -2218,6 +2218,7 @@ struct shell_opts {
 	int sflag;   /* -s: the script is standard input */
 	int aliases; /* aliases are expanded: -i, --posix, -o posix, -O expand_aliases */
 	int iflag;   /* -i */
+	int nflag;   /* -n: commands are read, none run */
 	int hist;    /* history expansion may be on: -H, -o histexpand, -o history */
 };
 
@@ -2239,6 +2240,8 @@ static int shell_opt(void *arg, const struct cls_opt *o)
 		so->sflag = 1;
 	else if (o->c == 'i')
 		so->iflag = so->aliases = 1;
+	else if (o->c == 'n')
+		so->nflag = 1;
 	else if (o->c == 'H' || (o->c == 'o' && o->val != NULL && hist_option(o->val, o->vlen)))
 		so->hist = 1;
 	else if ((o->c == 'O' || o->c == 'o') && o->val != NULL &&
@@ -2294,7 +2297,7 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"rcfile", "init-file", NULL};
 	static const struct cls_opts spec = {"oO", NULL, lv, 1, 0};
-	struct shell_opts so = {0, 0, 0, 0, 0};
+	struct shell_opts so = {0, 0, 0, 0, 0, 0};
 	size_t k = cls_opts_walk(r->v, r->n, 1, &spec, shell_opt, &so, NULL);
 	/* --rcfile/--init-file FILE (bash also takes them with one dash): an interactive shell
 	 * runs FILE first, a process substitution or standard input as well (black-box finding
@@ -2343,6 +2346,12 @@ static int w_shell(struct cls_ctx *c, struct run *r)
 		const struct cls_word *w = &r->v[k];
 		if ((w->flags & CLS_W_EXP) && cls_val_file_operand(c, w))
 			return 0; /* for f in tests/x*.sh; bash "$f": a file (values.c) */
+		/* for f in *.sh; do bash -n "$f": a name holding `.' is a file, or an option word
+		 * bash refuses whole (-c.sh, +O.sh, --rcfile.sh: "invalid option", before anything
+		 * runs; the oracle), and -n runs none of the file's commands */
+		if ((w->flags & CLS_W_EXP) && so.nflag && !so.iflag && name_is(base, bl, "bash") &&
+		        cls_val_dotted_operand(c, w))
+			return 0;
 		if (w->flags & CLS_W_EXP)
 			return refuse_program(c, w->off, (w->flags & CLS_W_DL) != 0,
 			        "a process substitution or an expansion");
