@@ -125,27 +125,33 @@ unsigned allow_http_action(const char *method, const char *target, size_t len, i
 
 	int get = strcmp(method, "GET") == 0 && !has_body;
 	int post = strcmp(method, "POST") == 0;
+	/* git's smart-HTTP forms exactly are that service alone, unless the other one is named
+	 * elsewhere too (below: POST /x/git-receive-pack/y/git-upload-pack is a push as well). */
+	unsigned tag = 0;
 	if (fits && get && ends_with(path, pn, "/info/refs") && q != NULL) {
 		if (strcmp(query, "service=git-upload-pack") == 0)
-			return ALLOW_TAG_GIT_FETCH;
-		if (strcmp(query, "service=git-receive-pack") == 0)
-			return ALLOW_TAG_GIT_PUSH;
+			tag = ALLOW_TAG_GIT_FETCH;
+		else if (strcmp(query, "service=git-receive-pack") == 0)
+			tag = ALLOW_TAG_GIT_PUSH;
 	}
 	if (fits && post && q == NULL) {
 		if (ends_with(path, pn, "/git-upload-pack"))
-			return ALLOW_TAG_GIT_FETCH;
-		if (ends_with(path, pn, "/git-receive-pack"))
-			return ALLOW_TAG_GIT_PUSH;
+			tag = ALLOW_TAG_GIT_FETCH;
+		else if (ends_with(path, pn, "/git-receive-pack"))
+			tag = ALLOW_TAG_GIT_PUSH;
 	}
 
-	unsigned tag = !has_body && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
-	                                    strcmp(method, "OPTIONS") == 0)
-	                       ? ALLOW_TAG_HTTP_READ
-	                       : ALLOW_TAG_HTTP_WRITE;
-	/* Unsure means more: git's dumb transport reads and writes a repository's files (a read
-	 * of them may be a fetch, anything else a push: git http-push's WebDAV requests) ... */
-	if (fits && dumb_git_path(path, pn))
-		tag |= tag == ALLOW_TAG_HTTP_READ ? ALLOW_TAG_GIT_FETCH : ALLOW_TAG_GIT_PUSH;
+	if (tag == 0) {
+		tag = !has_body && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+		                          strcmp(method, "OPTIONS") == 0)
+		              ? ALLOW_TAG_HTTP_READ
+		              : ALLOW_TAG_HTTP_WRITE;
+		/* Unsure means more: git's dumb transport reads and writes a repository's files (a
+		 * read of them may be a fetch, anything else a push: git http-push's WebDAV
+		 * requests) ... */
+		if (fits && dumb_git_path(path, pn))
+			tag |= tag == ALLOW_TAG_HTTP_READ ? ALLOW_TAG_GIT_FETCH : ALLOW_TAG_GIT_PUSH;
+	}
 	/* ... and a git service named anywhere (also where the decoding did not fit, then in the
 	 * raw text) adds its tag. */
 	const char *hay[2][2] = {{path, query}, {target, ""}};

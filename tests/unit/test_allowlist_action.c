@@ -46,6 +46,12 @@ static const struct http_case http_cases[] = {
         {"GET", "/search?q=git%2dreceive%2Dpack", 0, "git:push,http:read"},
         {"POST", "/a?git-receive-pack&git-upload-pack", 1, "git:fetch,git:push,http:write"},
         {"POST", "/o/r.git/git-upload-pack%3Fx", 1, "git:fetch,http:write"},
+        /* an exact form that names the other service elsewhere is both (fuzz finding: the
+         * path's last segment git-upload-pack hid a git-receive-pack before it) */
+        {"POST", "/x/git-receive-pack/y/git-upload-pack", 1, "git:fetch,git:push"},
+        {"POST", "/git-upload-pack/r.git/git-receive-pack", 1, "git:fetch,git:push"},
+        {"POST", "/git-receive%252Dpack/git-upload-pack", 1, "git:fetch,git:push"},
+        {"GET", "/git-receive-pack/info/refs?service=git-upload-pack", 0, "git:fetch,git:push"},
         /* git's dumb transport: reads of a repository's files may fetch, writes may push
          * (black-box finding: git http-push's WebDAV requests were http:write alone) */
         {"LOCK", "/r.git/info/refs", 1, "git:push,http:write"},
