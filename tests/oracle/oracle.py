@@ -585,12 +585,19 @@ def cmd_fuzz(a, sb):
     total = 0
     seen = set()
     nfind = 0
+    # lines that ran a network tag, and of those the ones the classifier answered (not
+    # refused): a run whose lines ran nothing, or were all refused, proves little
+    nran = nanswered = 0
     with open(a.out, "a", encoding="utf-8", errors="surrogateescape") as out:
         while time.monotonic() < end:
             batch = [mutate.line(rng) for _ in range(a.batch)]
             lines = [b[0] for b in batch]
-            findings, _, _ = check(sb, a.classify, lines)
+            findings, calls, answers = check(sb, a.classify, lines)
             total += len(lines)
+            for cs, ans in zip(calls, answers):
+                if any(derive(c) for c in cs):
+                    nran += 1
+                    nanswered += not ans.startswith("refused")
             kinds = {b[0]: b[1] for b in batch}
             for line, ran, ans, cs in findings:
                 nfind += 1
@@ -602,9 +609,10 @@ def cmd_fuzz(a, sb):
                                       "kind": kinds.get(line),
                                       "calls": cs}) + "\n")
                 out.flush()
-            print(f"oracle fuzz: {total} lines, {nfind} findings", flush=True)
-    print(f"oracle fuzz: done, {total} lines in {a.seconds} s, {nfind} findings "
-          f"({len(seen)} distinct kinds)")
+            print(f"oracle fuzz: {total} lines, {nran} ran a network tag ({nanswered} of them "
+                  f"answered, not refused), {nfind} findings", flush=True)
+    print(f"oracle fuzz: done, {total} lines in {a.seconds} s, {nran} ran a network tag "
+          f"({nanswered} answered), {nfind} findings ({len(seen)} distinct kinds)")
     return 1 if nfind else 0
 
 
