@@ -224,11 +224,23 @@ def m_options(r, c):
     return r.choice(forms)
 
 
+def m_join(r, c):
+    """A backslash-newline inside the line: bash removes it before it reads a token, so it
+    may join two characters into one (`$\\<newline>'...'` is $'...').  Half the time right
+    after a `$`, `(`, `{`, `!` or `@`, otherwise at any place."""
+    spots = [i + 1 for i, ch in enumerate(c) if ch in "${(!@"]
+    if spots and r.random() < 0.5:
+        i = r.choice(spots)
+    else:
+        i = r.randrange(len(c) + 1)
+    return c[:i] + "\\\n" + c[i:]
+
+
 MUTATIONS = [("quote", m_quote_word, 3), ("abspath", m_abspath, 2), ("wrapper", m_wrapper, 5),
              ("shell", m_shell, 4), ("subst", m_subst, 4), ("latent", m_latent, 2),
              ("alias", m_alias, 2), ("hash", m_hash, 1), ("runner", m_runner, 3),
              ("gitconfig", m_git_config, 2), ("gitalias", m_git_alias, 1),
-             ("options", m_options, 2)]
+             ("options", m_options, 2), ("join", m_join, 2)]
 
 
 def line(r):
