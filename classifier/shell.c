@@ -453,6 +453,12 @@ static int arith_subst(struct parser *P, struct wbuf *b, unsigned *fl)
 	struct cls_dep **before = P->dtail;
 	if (ch == '$') {
 		r = dollar_arith(P, b, &mine, 0);
+		/* bash counts the parentheses of a ${ } inside arithmetic with the expression's
+		 * own: `$(( ${X(} ))' is a syntax error to it (parity fuzz finding).  Refused. */
+		if (r != -1 && at(P, open + 1) == '{' &&
+		        (memchr(P->s + open, '(', P->pos - open) != NULL ||
+		                memchr(P->s + open, ')', P->pos - open) != NULL))
+			return ERR(P, open, "a parenthesis inside a ${ } in arithmetic: refused");
 	} else if (ch == '`') {
 		r = parse_backtick(P, b, &mine);
 	} else {
