@@ -132,7 +132,8 @@ static const char *userns_hint(int e)
 		       "kernel.unprivileged_userns_clone and "
 		       "kernel.apparmor_restrict_unprivileged_userns, "
 		       "or a seccomp filter of the container egressd runs in; or run egressd as "
-		       "root)";
+		       "root; inside a chroot no user can make one: use a mount namespace and "
+		       "pivot_root, as containers do)";
 	case ENOSPC:
 	case EUSERS:
 		return " (the limit user.max_user_namespaces is reached or 0)";

@@ -933,13 +933,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	char why[256];
 	int as_user = argc > 1 && strcmp(argv[1], "--as-user") == 0;
+	/* --isolate makes one for every user, root included: where none can be made (a
+	 * chroot, a seccomp filter, the sysctls) no case can run, and the test says so rather
+	 * than passing or failing */
 	if (!userns_allowed(why, sizeof why)) {
-		printf("SKIPPED: this user (uid %ld) cannot make a user namespace: %s\n",
+		printf("SKIPPED: this user (uid %ld) cannot make a user namespace, which "
+		       "egressd exec --isolate needs: %s\n",
 		        (long)getuid(), why);
-		if (as_user)
-			return EXIT_SKIP;
-		if (geteuid() != 0)
-			return 0;
+		return EXIT_SKIP;
 	}
 	if (as_user)
 		return cmocka_run_group_tests_name("isolate as nobody", tests, NULL, NULL);
