@@ -232,17 +232,27 @@ static char at(const struct parser *P, size_t i)
 	return i < P->len ? P->s[i] : '\0';
 }
 
-/* bash removes every backslash-newline outside single quotes before it reads a token, so one
+/* Two things bash does to a text before it reads a token, checked before it is parsed.
+ *
+ * bash removes every backslash-newline outside single quotes before it reads a token, so one
  * between two characters joins them into one token: `$\<newline>'\147it'' is $'\147it',
  * `${x\<newline>@P}' is ${x@P}, `(\<newline>(x))' is arithmetic, `$x\<newline>y' is $xy.  The
  * parser follows such a pair where it stands between words (a blank or a newline on either
  * side, as in `curl -s \<newline>  URL'); one inside a token is refused, not modelled (parity
  * fuzz finding: `$\<newline>'\147it' push' ran git push and was `none').  A backslash ends a
  * line as a continuation when an odd run of backslashes stands before the newline. */
-static int check_joins(struct parser *P)
+static int check_source(struct parser *P)
 {
 	const char *s = P->s;
 	size_t len = P->len;
+	/* bash marks quoted characters with these two bytes inside its parser (CTLESC and
+	 * CTLNUL), and a raw one in the input changes how it reads a ${ } (parity fuzz finding:
+	 * `o ${${$\177{}}' is a syntax error to bash alone).  No command line needs them. */
+	const char *ctl = memchr(s, '\001', len);
+	if (ctl == NULL)
+		ctl = memchr(s, '\177', len);
+	if (ctl != NULL)
+		return ERR(P, (size_t)(ctl - s), "a raw \\001 or \\177 byte: refused");
 	for (const char *nl = memchr(s, '\n', len); nl != NULL;
 	        nl = memchr(nl + 1, '\n', len - (size_t)(nl + 1 - s))) {
 		size_t i = (size_t)(nl - s), k = i;
@@ -1166,7 +1176,7 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	sub.assign_ok = 1;
 	size_t n;
 	struct token *t;
-	if (check_joins(&sub) == -1 || parse_list(&sub, NULL, &n) == -1 || peek(&sub, &t) == -1)
+	if (check_source(&sub) == -1 || parse_list(&sub, NULL, &n) == -1 || peek(&sub, &t) == -1)
 		return -1;
 	if (sub.tok.kind != T_EOF)
 		return ERR(&sub, sub.tok.off, "syntax error in backticks");
@@ -2177,7 +2187,7 @@ int cls_run_expansions(struct cls_ctx *c, const char *s, size_t len, size_t off)
 	sub.base = off;
 	sub.ptail = &sub.pending;
 	sub.tail = &list;
-	if (check_joins(&sub) == -1)
+	if (check_source(&sub) == -1)
 		return -1;
 	struct wbuf b;
 	unsigned fl = 0;
@@ -2859,7 +2869,7 @@ int cls_parse(struct cls_ctx *c, const char *src, size_t len, size_t base, struc
 	P.base = base;
 	P.ptail = &P.pending;
 	P.assign_ok = 1;
-	if (check_joins(&P) == -1)
+	if (check_source(&P) == -1)
 		return -1;
 	while (*out != NULL)
 		out = &(*out)->next;
