@@ -625,6 +625,14 @@ static int parse_braceparam(
 	val->nlen = 0;
 	val->copy = 0;
 	{
+		/* ${$[...]}, ${#$(...)}: the parameter $ with a subscript to this parser, but bash's
+		 * reader takes `$[', `$(' and `${' as nested constructs and finds the end elsewhere
+		 * (parity fuzz finding: `o ${$[${u]}])}' is a syntax error to bash alone) */
+		size_t d = P->pos + (at(P, P->pos) == '!' || at(P, P->pos) == '#');
+		if (at(P, d) == '$' && at(P, d + 1) != '\0' && strchr("[({", at(P, d + 1)) != NULL)
+			return ERR(P, open, "${$ followed by a bracket: refused");
+	}
+	{
 		/* ${!x}, ${a[i]}, ${x:off}, ${x@P}: bash evaluates a value as a name, an
 		 * arithmetic expression or a prompt */
 		size_t i = P->pos;
