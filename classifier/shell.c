@@ -449,6 +449,19 @@ static int arith_quoted(struct parser *P, struct wbuf *b, unsigned *fl)
 	return 0;
 }
 
+/* Whether the parentheses and the brackets of s pair up, each kind on its own. */
+static int paired(const char *s, size_t n)
+{
+	long paren = 0, bracket = 0;
+	for (size_t i = 0; i < n; i++) {
+		paren += (s[i] == '(') - (s[i] == ')');
+		bracket += (s[i] == '[') - (s[i] == ']');
+		if (paren < 0 || bracket < 0)
+			return 0;
+	}
+	return paren == 0 && bracket == 0;
+}
+
 /* A substitution (or double-quoted text) in an arithmetic body: a command's output there is
  * evaluated as arithmetic, and may hold a[$(...)], which bash runs (black-box finding:
  * $(( $(cat f) )) ran what f held).  Refused.  Returns 1, or -1 when refused. */
@@ -463,12 +476,13 @@ static int arith_subst(struct parser *P, struct wbuf *b, unsigned *fl)
 	struct cls_dep **before = P->dtail;
 	if (ch == '$') {
 		r = dollar_arith(P, b, &mine, 0);
-		/* bash counts the parentheses of a ${ } inside arithmetic with the expression's
-		 * own: `$(( ${X(} ))' is a syntax error to it (parity fuzz finding).  Refused. */
-		if (r != -1 && at(P, open + 1) == '{' &&
-		        (memchr(P->s + open, '(', P->pos - open) != NULL ||
-		                memchr(P->s + open, ')', P->pos - open) != NULL))
-			return ERR(P, open, "a parenthesis inside a ${ } in arithmetic: refused");
+		/* bash counts the parentheses and brackets of a ${ } inside arithmetic with the
+		 * expression's own: `$(( ${X(} ))' and `${X$[${u]}])}' are syntax errors to it
+		 * (parity fuzz findings).  Refused unless they pair up (`$(( ${a[0]} + 1 ))'). */
+		if (r != -1 && at(P, open + 1) == '{' && !paired(P->s + open, P->pos - open))
+			return ERR(P, open,
+			        "a parenthesis or bracket that does not pair up inside a ${ } in "
+			        "arithmetic: refused");
 	} else if (ch == '`') {
 		r = parse_backtick(P, b, &mine);
 	} else {
