@@ -63,6 +63,7 @@ struct parser {
 	struct token tok;        /* lookahead */
 	int have;                /* tok is valid */
 	int want_delim;          /* the next word is a here-doc delimiter */
+	int after_dup;           /* the last token was <& or >&: a `-' next is a token alone */
 	int want_strip;          /* ... of a <<- operator */
 	size_t delim_op;         /* offset of that operator */
 	struct heredoc *pending; /* here-docs whose bodies come after the next newline */
@@ -1489,8 +1490,17 @@ static int read_word(struct parser *P, struct token *t)
 		case '[':
 			if (P->assign_ok && is_name_so_far(&b, flags)) {
 				assign_sub = 1;
+				size_t so = P->pos;
 				if (parse_subscript(P, &b, &flags) == -1)
 					return -1;
+				/* bash reads a declare-like builtin's argument as a word, where a
+				 * parenthesis is a syntax error (`export E[(]', parity fuzz finding),
+				 * but a command's own assignment as one token (`E[(]=1') */
+				if (P->assign_args && (memchr(P->s + so, '(', P->pos - so) != NULL ||
+				                              memchr(P->s + so, ')', P->pos - so) != NULL))
+					return ERR(P, so,
+					        "a parenthesis in the subscript of a declare-like "
+					        "builtin's argument: refused");
 				flags |= CLS_W_GLOB; /* as a command word it is a pattern, never a
 				                        name */
 				break;
@@ -1677,6 +1687,8 @@ static int lex_word(struct parser *P, struct token *t)
 	t->off = P->pos;
 	t->doc = NULL;
 	t->fd = -1;
+	int dup = P->after_dup;
+	P->after_dup = 0;
 	if (P->pos >= P->len) {
 		if (P->want_delim)
 			return ERR(P, P->delim_op, "here-document operator without a delimiter");
@@ -1763,6 +1775,7 @@ static int lex_word(struct parser *P, struct token *t)
 		} else if (c1 == '&') {
 			P->pos = n1 + 1;
 			set_op(t, R_DUPIN, -1, 0, P);
+			P->after_dup = 1;
 		} else if (c1 == '>') {
 			P->pos = n1 + 1;
 			set_op(t, R_RW, -1, 0, P);
@@ -1775,6 +1788,7 @@ static int lex_word(struct parser *P, struct token *t)
 			break;
 		P->pos = (c1 == '>' || c1 == '&' || c1 == '|') ? n1 + 1 : P->pos + 1;
 		set_op(t, R_OUT, -1, 0, P);
+		P->after_dup = c1 == '&';
 		return 0;
 	default:
 		break;
@@ -1811,6 +1825,16 @@ static int lex_word(struct parser *P, struct token *t)
 	}
 	int delim = P->want_delim;
 	P->want_delim = 0;
+	if (dup && ch == '-') {
+		/* bash's reader returns a `-' right after <& or >& as a token of its own, so
+		 * `git >&-push' closes standard output and runs git push (parity fuzz finding:
+		 * `{ h;}>&-u' is a syntax error to bash, a stray word after a group) */
+		size_t len = P->len;
+		P->len = P->pos + 1;
+		int r = read_word(P, t);
+		P->len = len;
+		return r;
+	}
 	if (read_word(P, t) == -1)
 		return -1;
 	if (delim) {
