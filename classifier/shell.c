@@ -2796,12 +2796,19 @@ static int parse_pipeline(struct parser *P)
 			prefix = 1;
 			if (peek(P, &t) == -1)
 				return -1;
-			if (is_word(t, "-p"))
+			/* the word after `time -p' and `time --' still starts a command, where an
+			 * assignment may stand (parity fuzz finding: `time -p g[' is unterminated to
+			 * bash) */
+			if (is_word(t, "-p")) {
 				consume(P);
+				P->assign_ok = 1;
+			}
 			if (peek(P, &t) == -1)
 				return -1;
-			if (is_word(t, "--"))
+			if (is_word(t, "--")) {
 				consume(P);
+				P->assign_ok = 1;
+			}
 		} else {
 			break;
 		}
