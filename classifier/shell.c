@@ -1488,19 +1488,14 @@ static int read_word(struct parser *P, struct token *t)
 			P->pos++;
 			break;
 		case '[':
-			if (P->assign_ok && is_name_so_far(&b, flags)) {
+			/* bash reads NAME[...] as one subscript only where an assignment may start
+			 * a command; a declare-like builtin's argument is read as any word, where
+			 * `;', `|', `&', blanks and parentheses end it (parity fuzz: `export
+			 * E[;git push;]' ran git push while it was read as one word) */
+			if (P->assign_ok && !P->assign_args && is_name_so_far(&b, flags)) {
 				assign_sub = 1;
-				size_t so = P->pos;
 				if (parse_subscript(P, &b, &flags) == -1)
 					return -1;
-				/* bash reads a declare-like builtin's argument as a word, where a
-				 * parenthesis is a syntax error (`export E[(]', parity fuzz finding),
-				 * but a command's own assignment as one token (`E[(]=1') */
-				if (P->assign_args && (memchr(P->s + so, '(', P->pos - so) != NULL ||
-				                              memchr(P->s + so, ')', P->pos - so) != NULL))
-					return ERR(P, so,
-					        "a parenthesis in the subscript of a declare-like "
-					        "builtin's argument: refused");
 				flags |= CLS_W_GLOB; /* as a command word it is a pattern, never a
 				                        name */
 				break;
