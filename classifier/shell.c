@@ -73,6 +73,9 @@ struct parser {
 	unsigned arith_semis;  /* top-level ';' seen by scan_arith (for the arithmetic for) */
 	int redir_target;      /* the next word is a redirection target */
 	int assign_saved;      /* assign_ok before that redirection */
+	int cmd_word;          /* the simple command has a word (bash's PST_REDIRLIST is off) */
+	int rw_ok;             /* a reserved word may stand next (bash's reserved_word_acceptable)
+	                        */
 	int assign_args;       /* the command is declare-like: its arguments are assignments */
 	int coproc_first;      /* the next word is the first after `coproc` */
 	int for_name;          /* 1: the next word is the NAME of for, select or function; 2: it
@@ -322,6 +325,32 @@ static void val_copy(struct cls_ctx *c, const char *name, size_t nl, const char 
  * when the substitution runs a download. */
 static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc);
 
+/* Where the words around a substitution stand: the substitution's own commands must not
+ * change it (`export X=$(true) E[;git push;]' read E[...] as a subscript after the `)', and
+ * `>$(echo f) a[x y]=1 git push' lost the redirection: both ran git push and were none). */
+struct cmd_pos {
+	int assign_ok, redir_target, assign_saved, assign_args, coproc_first, for_name, cmd_word,
+	        rw_ok;
+};
+
+static struct cmd_pos pos_save(const struct parser *P)
+{
+	return (struct cmd_pos){P->assign_ok, P->redir_target, P->assign_saved, P->assign_args,
+	        P->coproc_first, P->for_name, P->cmd_word, P->rw_ok};
+}
+
+static void pos_restore(struct parser *P, const struct cmd_pos *s)
+{
+	P->assign_ok = s->assign_ok;
+	P->redir_target = s->redir_target;
+	P->assign_saved = s->assign_saved;
+	P->assign_args = s->assign_args;
+	P->coproc_first = s->coproc_first;
+	P->for_name = s->for_name;
+	P->cmd_word = s->cmd_word;
+	P->rw_ok = s->rw_ok;
+}
+
 static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *numeric)
 {
 	if (cls_enter(P->c, P->base + open) == -1)
@@ -329,15 +358,21 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *nume
 	size_t n;
 	struct token *t;
 	struct cls_cmd **from = P->tail;
-	int saved = P->assign_ok;
+	struct cmd_pos saved = pos_save(P);
 	unsigned npipes = P->npipes, nelems = P->nelems;
 	P->assign_ok = 1;
+	P->rw_ok = 1;
+	P->redir_target = 0;
+	P->assign_args = 0;
+	P->coproc_first = 0;
+	P->for_name = 0;
+	P->cmd_word = 0;
 	P->npipes = 0;
 	P->nelems = 0;
 	P->last_elem = NULL;
 	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
 		return -1;
-	P->assign_ok = saved;
+	pos_restore(P, &saved);
 	/* one simple command that prints a number only: not a pipeline, whose earlier elements
 	 * could write into the substitution's output through /proc/$PPID/fd/1 (oracle: sh -c
 	 * 'printf ... > /proc/$PPID/fd/1' | wc -l ran git push in $(( ))) */
@@ -1197,6 +1232,7 @@ static int parse_backtick(struct parser *P, struct wbuf *b, unsigned *flags)
 	sub.tail = P->tail;
 	struct cls_cmd **bfrom = P->tail;
 	sub.assign_ok = 1;
+	sub.rw_ok = 1;
 	size_t n;
 	struct token *t;
 	if (check_source(&sub) == -1 || parse_list(&sub, NULL, &n) == -1 || peek(&sub, &t) == -1)
@@ -1866,17 +1902,25 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 		P->assign_saved = P->assign_ok;
 		P->redir_target = 1;
 		P->assign_ok = 0;
+		P->rw_ok = 0;
 		return;
 	}
 	if (t->kind != T_WORD) {
 		P->assign_ok = 1;
 		P->assign_args = 0;
 		P->redir_target = 0;
+		P->cmd_word = 0;
+		P->rw_ok = 1;
 		return;
 	}
+	/* After a redirection bash takes an assignment (and NAME[...] as one token) only while
+	 * the command has been nothing but redirections: `>f a[x y]=1' is one assignment, but in
+	 * `a=1 >f b[;git push;]=1' the `;' ends a word and git push runs (found by probing the
+	 * neighbours of a parity fuzz finding).  A declare-like builtin's arguments stay
+	 * assignments. */
 	if (P->redir_target) {
 		P->redir_target = 0;
-		P->assign_ok = P->assign_saved;
+		P->assign_ok = P->assign_args || (P->assign_saved && !P->cmd_word);
 		return;
 	}
 	int coproc_first = P->coproc_first;
@@ -1889,13 +1933,13 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	 * argument, with no subscript spanning blanks (parity fuzz: `echo { a[x; git push;
 	 * b]=1' ran git push while it was read as one assignment) */
 	int opener = 0;
-	if (plain && (P->assign_ok ||
+	if (plain && (P->rw_ok ||
 	                     (for_name == 2 && (strcmp(t->w.s, "do") == 0 ||
 	                                               strcmp(t->w.s, "{") == 0))))
 		for (size_t i = 0; openers[i] != NULL; i++)
 			if (t->w.s[0] == openers[i][0] && strcmp(t->w.s, openers[i]) == 0)
 				opener = 1;
-	if (plain && P->assign_ok &&
+	if (plain && P->rw_ok &&
 	        (strcmp(t->w.s, "for") == 0 || strcmp(t->w.s, "select") == 0 ||
 	                strcmp(t->w.s, "function") == 0))
 		P->for_name = 1;
@@ -1904,7 +1948,7 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 	/* A command starts after `coproc`, and bash reads the word after that first one as a
 	 * command start too (the first may be the coprocess's NAME): `coproc a[b c]=1 git push`
 	 * runs git push, and `coproc x a[b` is a syntax error to bash (fuzz finding). */
-	if (P->assign_ok && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
+	if (P->rw_ok && !(t->w.flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
 		strcmp(t->w.s, "coproc") == 0) {
 		opener = 1;
 		P->coproc_first = 1;
@@ -1917,8 +1961,12 @@ static void update_assign_ok(struct parser *P, const struct token *t)
 			if (t->w.s[0] == assigners[i][0] && strcmp(t->w.s, assigners[i]) == 0)
 				P->assign_args = 1;
 	P->assign_ok = opener || P->assign_args || (P->assign_ok && is_assignment(&t->w));
-	if (coproc_first && !is_assignment(&t->w))
+	P->cmd_word = !opener;
+	P->rw_ok = opener;
+	if (coproc_first && !is_assignment(&t->w)) {
 		P->assign_ok = 1;
+		P->rw_ok = 1;
+	}
 }
 
 static int peek(struct parser *P, struct token **t)
@@ -2797,12 +2845,16 @@ static int parse_pipeline(struct parser *P)
 			if (is_word(t, "-p")) {
 				consume(P);
 				P->assign_ok = 1;
+				P->cmd_word = 0;
+				P->rw_ok = 1;
 			}
 			if (peek(P, &t) == -1)
 				return -1;
 			if (is_word(t, "--")) {
 				consume(P);
 				P->assign_ok = 1;
+				P->cmd_word = 0;
+				P->rw_ok = 1;
 			}
 		} else {
 			break;
@@ -2917,6 +2969,7 @@ int cls_parse(struct cls_ctx *c, const char *src, size_t len, size_t base, struc
 	P.base = base;
 	P.ptail = &P.pending;
 	P.assign_ok = 1;
+	P.rw_ok = 1;
 	if (check_source(&P) == -1)
 		return -1;
 	while (*out != NULL)
