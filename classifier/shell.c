@@ -82,6 +82,7 @@ struct parser {
 	                          was (`do' or `{' may follow it) */
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 	int heredoc;                 /* scanning an unquoted here-doc body */
+	unsigned subst;              /* inside this many $( ), <( ) or >( ) */
 	/* the value model (values.c) */
 	struct cls_dep *deps, **dtail; /* the expansions of the word being read */
 	unsigned npipes;               /* pipelines parsed */
@@ -370,8 +371,10 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *nume
 	P->npipes = 0;
 	P->nelems = 0;
 	P->last_elem = NULL;
+	P->subst++;
 	if (parse_list(P, NULL, &n) == -1 || peek(P, &t) == -1)
 		return -1;
+	P->subst--;
 	pos_restore(P, &saved);
 	/* one simple command that prints a number only: not a pipeline, whose earlier elements
 	 * could write into the substitution's output through /proc/$PPID/fd/1 (oracle: sh -c
@@ -1333,6 +1336,14 @@ static int parse_array_words(struct parser *P, const char *name, size_t nl)
 		if (P->pos >= P->len)
 			return ERR(P, open, "unterminated array assignment");
 		char ch = P->s[P->pos];
+		/* bash reads the bodies of pending here-documents at a newline inside the
+		 * parentheses, and a second, empty-delimited one after them (black-box finding:
+		 * `cat <<E; x=(<newline>E<newline>)<newline><newline>git push<newline>E' ran git
+		 * push).  Refused, not modelled. */
+		if (ch == '\n' && P->pending != NULL)
+			return ERR(P, P->pos,
+			        "a newline inside an array assignment while a here-document is "
+			        "pending: refused");
 		if (ch == ' ' || ch == '\t' || ch == '\n') {
 			P->pos++;
 			continue;
@@ -1666,6 +1677,15 @@ static int read_heredocs(struct parser *P)
 				found = 1;
 				break;
 			}
+			/* In a substitution bash also ends the body at a line that begins with the
+			 * delimiter and holds a `)', and reads the rest of that line as commands
+			 * (black-box finding: `echo $(cat <<E<newline>E git push #)<newline>E<newline>)'
+			 * ran git push).  Refused, not modelled. */
+			if (P->subst > 0 && le - cs > h->dlen &&
+			        memcmp(P->s + cs, h->delim, h->dlen) == 0)
+				return ERR(P, cs,
+				        "a here-document line in a substitution that begins with the "
+				        "delimiter: refused");
 		}
 		if (!found)
 			return ERR(P, h->doc->off - P->base,
