@@ -331,6 +331,8 @@ void cls_note_shown(struct cls_ctx *c, const char *s, size_t len);
 
 /* Notes a static text that holds a substitution bash has not run (yet). */
 void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off);
+/* Whether text may hold a brace expansion (a `{' with a `,' or `..' before its `}'). */
+int cls_brace_expands(const char *p, size_t n);
 
 /* The value model (values.c), issue 12: a value bash evaluates as code (arithmetic, a
  * subscript, ${!x}, ${x@P}, -v) must not be text the line cannot see. */

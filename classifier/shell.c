@@ -83,6 +83,7 @@ struct parser {
 	unsigned char *arith_failed; /* bitmap over s: a `((' here is known not to be arithmetic */
 	int heredoc;                 /* scanning an unquoted here-doc body */
 	unsigned subst;              /* inside this many $( ), <( ) or >( ) */
+	int in_dbracket;             /* between [[ and ]] */
 	/* the value model (values.c) */
 	struct cls_dep *deps, **dtail; /* the expansions of the word being read */
 	unsigned npipes;               /* pipelines parsed */
@@ -331,13 +332,13 @@ static void mark_cmds(struct cls_cmd *from, unsigned flags, struct cls_doc *doc)
  * `>$(echo f) a[x y]=1 git push' lost the redirection: both ran git push and were none). */
 struct cmd_pos {
 	int assign_ok, redir_target, assign_saved, assign_args, coproc_first, for_name, cmd_word,
-	        rw_ok;
+	        rw_ok, in_dbracket;
 };
 
 static struct cmd_pos pos_save(const struct parser *P)
 {
 	return (struct cmd_pos){P->assign_ok, P->redir_target, P->assign_saved, P->assign_args,
-	        P->coproc_first, P->for_name, P->cmd_word, P->rw_ok};
+	        P->coproc_first, P->for_name, P->cmd_word, P->rw_ok, P->in_dbracket};
 }
 
 static void pos_restore(struct parser *P, const struct cmd_pos *s)
@@ -350,6 +351,7 @@ static void pos_restore(struct parser *P, const struct cmd_pos *s)
 	P->for_name = s->for_name;
 	P->cmd_word = s->cmd_word;
 	P->rw_ok = s->rw_ok;
+	P->in_dbracket = s->in_dbracket;
 }
 
 static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *numeric)
@@ -368,6 +370,7 @@ static int parse_subst(struct parser *P, size_t open, unsigned *flags, int *nume
 	P->coproc_first = 0;
 	P->for_name = 0;
 	P->cmd_word = 0;
+	P->in_dbracket = 0;
 	P->npipes = 0;
 	P->nelems = 0;
 	P->last_elem = NULL;
@@ -997,11 +1000,13 @@ static int parse_ansic(struct parser *P, struct wbuf *b, size_t open)
 			 * finding) */
 			if (P->s[P->pos] == '\'')
 				continue;
+			/* bash's lexer reads a backslash after \c as escaping the next character
+			 * ($'\c\'' does not end at that quote, fuzz finding), but its decoder keeps
+			 * that character as it is: `eval $'\c\;git push' ran git push (black-box
+			 * round 7).  Refused, not modelled. */
+			if (P->s[P->pos] == '\\')
+				return ERR(P, open, "$'...' with \\c\\: refused");
 			v = (unsigned char)P->s[P->pos++] & 0x1f;
-			/* bash's lexer reads a backslash after \c as escaping the next character:
-			 * $'\c\'' does not end at that quote (fuzz finding) */
-			if (v == 0x1c && P->s[P->pos - 1] == '\\' && P->pos < P->len)
-				P->pos++;
 			raw = 1;
 			break;
 		case 'x':
@@ -1368,6 +1373,11 @@ static int parse_array_words(struct parser *P, const char *name, size_t nl)
 			size_t at_pos = P->pos;
 			if (parse_subscript(P, &key, &kf) == -1 || sink_since(P, mark, at_pos) == -1)
 				return -1;
+			/* bash reads only the first bracket pair as one: in `([][<])' the `<' ends
+			 * the word (parity fuzz finding) */
+			if (at(P, P->pos) == '[')
+				return ERR(P, P->pos,
+				        "a second subscript in an array element: refused");
 			cls_val_sink_text(P->c, key.p, key.n, P->base + at_pos);
 			continue;
 		}
@@ -1435,6 +1445,32 @@ static int parse_subscript(struct parser *P, struct wbuf *b, unsigned *flags)
 		if (ch == ']' && --depth == 0)
 			return 0;
 	}
+}
+
+/* Whether text may hold a brace expansion: a `{' followed by a `,' or `..' before a `}'
+ * (quoting is not known here, so a quoted comma counts too). */
+int cls_brace_expands(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '{')
+			continue;
+		int depth = 0, sep = 0;
+		for (size_t k = i; k < n; k++) {
+			if (p[k] == '{')
+				depth++;
+			else if (p[k] == '}' && --depth == 0)
+				break;
+			else if (p[k] == ',' || (p[k] == '.' && k + 1 < n && p[k + 1] == '.'))
+				sep = 1;
+			if (sep && depth > 0) {
+				for (size_t m = k; m < n; m++)
+					if (p[m] == '}')
+						return 1;
+				break;
+			}
+		}
+	}
+	return 0;
 }
 
 static int is_name_so_far(const struct wbuf *b, unsigned flags)
@@ -1581,6 +1617,11 @@ static int read_word(struct parser *P, struct token *t)
 	}
 	if (P->pos == start)
 		return ERR(P, start, "syntax error near `%c'", at(P, start));
+	/* Brace expansion in a word with quoted parts: bash splits it into words whose text this
+	 * word's does not show (`eval {git\ push,}' runs git push, black-box round 7), so its
+	 * value is not known here, as for an expansion. */
+	if ((flags & CLS_W_BRACE) && (flags & CLS_W_QUOTED) && cls_brace_expands(b.p, b.n))
+		flags |= CLS_W_EXP;
 	/* a literal $( or backtick needs quoting or a backslash: unquoted, it is a substitution */
 	if (flags & CLS_W_QUOTED)
 		cls_note_latent(P->c, b.p, b.n, P->base + start);
@@ -1727,6 +1768,11 @@ static int lex_word(struct parser *P, struct token *t)
 				break;
 		}
 		if (P->pos < P->len && P->s[P->pos] == '#') {
+			/* inside [[ ]] a `#' after =~ or in a pattern's parentheses is a character
+			 * to bash (black-box round 7: `[[ x =~ (#) ]]; git push<newline>) ]]' ran
+			 * git push): refused, not modelled */
+			if (P->in_dbracket)
+				return ERR(P, P->pos, "a `#' inside [[ ]]: refused");
 			/* a comment: only here, at the start of a word; no continuation inside it
 			 */
 			const char *nl = memchr(P->s + P->pos, '\n', P->len - P->pos);
@@ -1757,6 +1803,11 @@ static int lex_word(struct parser *P, struct token *t)
 		return ERR(P, P->delim_op, "here-document operator without a delimiter");
 	switch (ch) {
 	case '\n':
+		/* nor does a newline in a regular expression's or a pattern's parentheses start a
+		 * pending here-document's body */
+		if (P->in_dbracket && P->pending != NULL)
+			return ERR(P, P->pos,
+			        "a newline inside [[ ]] while a here-document is pending: refused");
 		P->pos++;
 		t->kind = T_NL;
 		return read_heredocs(P);
@@ -2222,21 +2273,32 @@ static int is_assignment(const struct cls_word *w)
 }
 
 /* A prompt's octal escape at s[i] (after its backslash): bash takes three characters and
- * reads them as octal digits (fewer only at the end), keeping the low byte.  For a `$' or a
- * backquote (\044, \140, \444) returns that byte and sets *end past the digits when end is
- * not NULL; -1 for any other byte or no escape, which holds no substitution. */
+ * reads them as octal digits, keeping the low byte.  Returns that byte and sets *end past the
+ * digits; -1 when no digit follows; -2 when fewer than three do before the end (bash skips
+ * three characters all the same, swallowing what follows: not modelled). */
 static int prompt_octal(const char *s, size_t len, size_t i, size_t *end)
 {
 	int v = 0;
 	size_t k = i;
 	while (k < len && k < i + 3 && s[k] >= '0' && s[k] <= '7')
 		v = v * 8 + (s[k++] - '0');
-	v &= 0xff;
-	if (k == i || (k < i + 3 && k < len) || (v != '$' && v != '`'))
+	if (k == i)
 		return -1;
-	if (end != NULL)
-		*end = k;
-	return v;
+	if (k < i + 3 && k < len)
+		return -2;
+	*end = k;
+	return v & 0xff;
+}
+
+/* Whether the prompt escape at s[i] (after its backslash) may make a substitution: a `$', a
+ * backquote or a parenthesis in octal, a short octal escape, or \[ and \] (which bash
+ * removes outside readline: `$\[(git push)' is `$(git push)'). */
+static int prompt_escape_active(const char *s, size_t len, size_t i)
+{
+	size_t end;
+	int v = prompt_octal(s, len, i, &end);
+	return v == -2 || v == '$' || v == '`' || v == '(' || v == ')' ||
+	       (i < len && (s[i] == '[' || s[i] == ']'));
 }
 
 void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off)
@@ -2245,7 +2307,7 @@ void cls_note_latent(struct cls_ctx *c, const char *s, size_t len, size_t off)
 		return;
 	for (size_t i = 0; i < len; i++)
 		if (s[i] == '`' || (s[i] == '$' && i + 1 < len && s[i + 1] == '(') ||
-		        (s[i] == '\\' && prompt_octal(s, len, i + 1, NULL) != -1)) {
+		        (s[i] == '\\' && prompt_escape_active(s, len, i + 1))) {
 			c->latent = 1;
 			c->latent_off = off;
 			return;
@@ -2258,8 +2320,10 @@ int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off)
 		return -1;
 	if (memchr(s, '\\', len) == NULL)
 		return 0;
-	/* bash decodes the escapes first: \\ is one backslash, \NNN the byte of 1 to 3 octal
-	 * digits; the others become text that holds no `$' or backquote (\$ is quoted) */
+	/* bash decodes the escapes first: \\ is one backslash, \NNN the byte of three octal
+	 * digits, \[ and \] are removed (black-box round 7: `PS4='$\050git push)'' and
+	 * `$\[(git push)' ran git push); the others become text that holds no `$', backquote
+	 * or parenthesis (\$ and the names bash puts in are quoted) */
 	char *d = cls_alloc(c, len + 1, off);
 	if (d == NULL)
 		return -1;
@@ -2270,7 +2334,12 @@ int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off)
 		if (s[i] == '\\' && i + 1 < len && s[i + 1] == '\\') {
 			d[n++] = '\\';
 			i++;
-		} else if (s[i] == '\\' && (v = prompt_octal(s, len, i + 1, &end)) >= 0) {
+		} else if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '[' || s[i + 1] == ']')) {
+			i++;
+		} else if (s[i] == '\\' && (v = prompt_octal(s, len, i + 1, &end)) != -1) {
+			if (v == -2)
+				return cls_refuse(c, off + i,
+				        "a prompt's octal escape with fewer than three digits: refused");
 			d[n++] = (char)v;
 			i = end - 1;
 		} else {
@@ -2655,10 +2724,12 @@ static int parse_dbracket(struct parser *P)
 	struct cls_word prev = {"", 0, 0, 0, NULL};
 	int pending = 0; /* the next word is evaluated: 1 as arithmetic, 2 as a name */
 	consume(P);
+	P->in_dbracket = 1;
 	for (;;) {
 		if (peek(P, &t) == -1)
 			return -1;
 		if (is_word(t, "]]") && n > 0) {
+			P->in_dbracket = 0;
 			consume(P);
 			return 0;
 		}

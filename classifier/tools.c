@@ -859,7 +859,7 @@ static unsigned code_scan(enum lang lang, const char *s, size_t len)
 	        NULL};
 	static const char *const prog_words[] = {"curl", "wget", "wget2", "git", "ssh", "scp",
 	        "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "openssl", "aria2c",
-	        "busybox", "so", NULL};
+	        "busybox", "so", "slogin", NULL};
 	for (size_t i = 0; i < len;) {
 		unsigned char ch = (unsigned char)s[i];
 		if (!is_ident(ch)) {
@@ -3772,6 +3772,8 @@ static const struct tool tools[] = {
         {"mysql", t_sql_client},
         {"mysqldump", t_sql_client},
         {"nc", t_nc},
+        {"nc.openbsd", t_nc},
+        {"nc.traditional", t_nc},
         {"ncat", t_nc},
         {"nerdctl", t_docker},
         {"netcat", t_nc},

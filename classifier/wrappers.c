@@ -5,6 +5,7 @@
  * runs (or it classified a script itself), -1 when the line is refused. */
 #include <ctype.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -98,9 +99,9 @@ int cls_cmds_download(const struct cls_cmd *from, const struct cls_cmd *to)
 {
 	/* programs whose standard output is what a remote end sent */
 	static const char *const dl[] = {"GET", "HEAD", "POST", "aria2c", "curl", "fetch", "ftp",
-	        "gh", "http", "https", "lwp-download", "lwp-request", "nc", "ncat", "netcat",
-	        "openssl", "s_client", "scp", "sftp", "socat", "ssh", "telnet", "tftp", "websocat",
-	        "wget", "wget2", "xh", "xhs", NULL};
+	        "gh", "http", "https", "lwp-download", "lwp-request", "nc", "nc.openbsd",
+	        "nc.traditional", "ncat", "netcat", "openssl", "s_client", "scp", "sftp", "slogin",
+	        "socat", "ssh", "telnet", "tftp", "websocat", "wget", "wget2", "xh", "xhs", NULL};
 	for (const struct cls_cmd *c = from; c != NULL && c != to; c = c->next)
 		for (size_t i = 0; i < c->argc; i++) {
 			size_t bl;
@@ -1851,7 +1852,7 @@ static int glob_may_name_program(const struct cls_word *w)
 {
 	static const char *const more[] = {"curl", "wget", "wget2", "git", "ssh", "scp", "sftp",
 	        "rsync", "nc", "ncat", "netcat", "socat", "telnet", "openssl", "aria2c", "ftp",
-	        "tftp", "websocat", "python", "python3", "perl", "ruby", "node", "php", "lua",
+	        "slogin", "tftp", "websocat", "python", "python3", "perl", "ruby", "node", "php", "lua",
 	        "busybox", "toybox", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld.so", NULL};
 	size_t bl;
 	const char *b = word_base(w, &bl);
@@ -3180,6 +3181,7 @@ static const struct handler handlers[] = {
         {"sg", w_sg},
         {"sh", w_shell},
         {"shopt", w_shopt},
+        {"slogin", h_ssh},
         {"source", w_source},
         {"split", w_split},
         {"ssh", h_ssh},
@@ -3303,9 +3305,179 @@ static int alias_defined(const struct cls_ctx *c, const struct cls_word *w)
 	return 0;
 }
 
+#define BRACE_MAX 64 /* words one command's brace expansions may make */
+
+/* The sequence X..Y (or X..Y..STEP) of integers or single letters in s[0..len), as bash's
+ * brace expansion makes it: 1 when it is one (its words appended to out), 0 when it is not
+ * (bash leaves the braces as they are), -1 when it makes too many words or a form not
+ * modelled (zero padding, a step). */
+static int brace_seq(struct cls_ctx *c, const char *pre, size_t pl, const char *s, size_t len,
+        const char *post, size_t ql, struct cls_word *out, size_t *n, const struct cls_word *w)
+{
+	const char *dots = NULL;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (s[i] == '.' && s[i + 1] == '.') {
+			dots = s + i;
+			break;
+		}
+	if (dots == NULL)
+		return 0;
+	size_t al = (size_t)(dots - s), bl = len - al - 2;
+	const char *b = dots + 2;
+	if (memchr(b, '.', bl) != NULL)
+		return -1; /* a step */
+	long lo, hi;
+	int letters = al == 1 && bl == 1 && isalpha((unsigned char)s[0]) &&
+	              isalpha((unsigned char)b[0]);
+	if (letters) {
+		lo = (unsigned char)s[0];
+		hi = (unsigned char)b[0];
+	} else {
+		char ab[24], bb[24];
+		if (al == 0 || bl == 0 || al >= sizeof ab || bl >= sizeof bb)
+			return 0;
+		memcpy(ab, s, al);
+		ab[al] = '\0';
+		memcpy(bb, b, bl);
+		bb[bl] = '\0';
+		char *e1, *e2;
+		lo = strtol(ab, &e1, 10);
+		hi = strtol(bb, &e2, 10);
+		if (*e1 != '\0' || *e2 != '\0' || !isdigit((unsigned char)ab[al - 1]) ||
+		        !isdigit((unsigned char)bb[bl - 1]))
+			return 0;
+		if ((ab[0] == '0' && al > 1) || (ab[0] == '-' && ab[1] == '0' && al > 2) ||
+		        (bb[0] == '0' && bl > 1) || (bb[0] == '-' && bb[1] == '0' && bl > 2))
+			return -1; /* zero padding */
+	}
+	long step = lo <= hi ? 1 : -1;
+	if ((hi - lo) * step + 1 > BRACE_MAX)
+		return -1;
+	for (long x = lo;; x += step) {
+		char item[24];
+		int il = letters ? snprintf(item, sizeof item, "%c", (char)x) :
+		                   snprintf(item, sizeof item, "%ld", x);
+		if (*n >= BRACE_MAX)
+			return -1;
+		char *t = cls_alloc(c, pl + (size_t)il + ql + 1, w->off);
+		if (t == NULL)
+			return -1;
+		memcpy(t, pre, pl);
+		memcpy(t + pl, item, (size_t)il);
+		memcpy(t + pl + (size_t)il, post, ql);
+		t[pl + (size_t)il + ql] = '\0';
+		out[(*n)++] = (struct cls_word){t, pl + (size_t)il + ql, w->flags & ~CLS_W_BRACE,
+		        w->off, NULL};
+		if (x == hi)
+			break;
+	}
+	return 1;
+}
+
+/* bash's brace expansion of the text s (an unquoted word with no expansion), from index
+ * `from' on: appends the words to out[*n].  -1 when it would make more than BRACE_MAX words or
+ * takes a form not modelled. */
+static int brace_expand(struct cls_ctx *c, const char *s, size_t len, size_t from,
+        struct cls_word *out, size_t *n, const struct cls_word *w, int depth)
+{
+	if (depth > 16)
+		return -1;
+	for (size_t i = from; i < len; i++) {
+		if (s[i] != '{')
+			continue;
+		size_t j = i + 1, commas = 0;
+		int d = 1;
+		for (; j < len; j++) {
+			if (s[j] == '{')
+				d++;
+			else if (s[j] == '}' && --d == 0)
+				break;
+			else if (s[j] == ',' && d == 1)
+				commas++;
+		}
+		if (j >= len)
+			return -1; /* unbalanced: not modelled */
+		if (commas == 0) {
+			/* {X..Y} or braces bash leaves as they are, which may hold others */
+			struct cls_word tmp[BRACE_MAX];
+			size_t tn = 0;
+			int r = brace_seq(c, s, i, s + i + 1, j - i - 1, s + j + 1, len - j - 1, tmp,
+			        &tn, w);
+			if (r == -1)
+				return -1;
+			if (r == 0)
+				continue;
+			for (size_t k = 0; k < tn; k++)
+				if (brace_expand(c, tmp[k].s, tmp[k].len, i, out, n, w, depth + 1) == -1)
+					return -1;
+			return 0;
+		}
+		/* PRE{A,B,...}POST: each alternative in its place, then what follows expanded */
+		size_t a = i + 1;
+		d = 0;
+		for (size_t k = i + 1; k <= j; k++) {
+			if (s[k] == '{')
+				d++;
+			else if (s[k] == '}' && k < j)
+				d--;
+			if (k == j || (s[k] == ',' && d == 0)) {
+				size_t al = k - a, tl = i + al + (len - j - 1);
+				char *t = cls_alloc(c, tl + 1, w->off);
+				if (t == NULL)
+					return -1;
+				memcpy(t, s, i);
+				memcpy(t + i, s + a, al);
+				memcpy(t + i + al, s + j + 1, len - j - 1);
+				t[tl] = '\0';
+				if (brace_expand(c, t, tl, i, out, n, w, depth + 1) == -1)
+					return -1;
+				a = k + 1;
+			}
+		}
+		return 0;
+	}
+	if (len == 0)
+		return 0; /* an empty word from brace expansion is removed */
+	if (*n >= BRACE_MAX)
+		return -1;
+	out[(*n)++] = (struct cls_word){s, len, w->flags & ~CLS_W_BRACE, w->off, NULL};
+	return 0;
+}
+
 int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
         const struct cls_doc *doc)
 {
+	/* bash expands braces in the arguments before the command runs (black-box round 7:
+	 * `env -S {git,push}' runs git push) */
+	for (size_t i = 1; i < n; i++) {
+		if ((v[i].flags & (CLS_W_BRACE | CLS_W_QUOTED | CLS_W_EXP)) != CLS_W_BRACE ||
+		        !cls_brace_expands(v[i].s, v[i].len))
+			continue;
+		struct cls_word *nv = cls_alloc(c, (n + BRACE_MAX) * sizeof *nv, v[i].off);
+		if (nv == NULL)
+			return -1;
+		size_t nn = 0, made = 0;
+		for (size_t k = 0; k < n; k++) {
+			if (k == 0 || (v[k].flags & (CLS_W_BRACE | CLS_W_QUOTED | CLS_W_EXP)) !=
+			                      CLS_W_BRACE ||
+			        !cls_brace_expands(v[k].s, v[k].len)) {
+				nv[nn++] = v[k];
+				continue;
+			}
+			struct cls_word tmp[BRACE_MAX];
+			size_t tn = 0;
+			if (brace_expand(c, v[k].s, v[k].len, 0, tmp, &tn, &v[k], 0) == -1 ||
+			        made + tn > BRACE_MAX)
+				return cls_refuse(c, v[k].off,
+				        "a brace expansion this parser does not follow: refused");
+			made += tn;
+			for (size_t m = 0; m < tn; m++)
+				nv[nn++] = tmp[m];
+		}
+		v = nv;
+		n = nn;
+		break;
+	}
 	struct run r = {v, n, flags, doc};
 	int entered = 0, rc = 0;
 	while (r.n > 0) {
@@ -3344,11 +3516,29 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			fn = w_ldso;
 		else if (fn == NULL)
 			fn = find_more_wrapper(base, bl);
+		const struct interp *in = fn == NULL ? find_interp(base, bl) : NULL;
+		/* a brace expansion in a word with quoted parts or expansions makes words this
+		 * parser cannot read (`eval {git\ push,}', `git ls-remote
+		 * {--upload-pack=git\ push,} x', black-box round 7): refused where the program's
+		 * arguments are followed */
+		if (fn != NULL || in != NULL) {
+			for (size_t i = 1; i < r.n; i++)
+				if ((r.v[i].flags & CLS_W_BRACE) &&
+				        (r.v[i].flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
+				        cls_brace_expands(r.v[i].s, r.v[i].len)) {
+					rc = cls_refuse(c, r.v[i].off,
+					        "a brace expansion with quoted parts or expansions in an "
+					        "argument of %.*s: refused",
+					        (int)(bl < 64 ? bl : 64), base);
+					break;
+				}
+			if (rc != 0)
+				break;
+		}
 		if (fn == NULL) {
 			/* an interpreter whose program is not static is refused first (issue 12
 			 * item 3); then package, cloud and raw network tools, interpreters
 			 * (tools.c); any other program has no network action of its own */
-			const struct interp *in = find_interp(base, bl);
 			if (in != NULL && interp_stdin(c, &r, in) == -1)
 				rc = -1;
 			else if (in == NULL && copies_program(c, &r) == -1)

@@ -30,17 +30,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
 
 # Programs the stubs stand for (those the classifier has rules for).
-STUB_NAMES = ["git", "curl", "wget", "http", "https", "xh", "xhs", "gh", "ssh", "scp", "sftp",
-              "rsync", "dig", "host", "nslookup", "busybox"]
+STUB_NAMES = ["git", "curl", "wget", "http", "https", "xh", "xhs", "gh", "ssh", "slogin", "scp",
+              "sftp", "rsync", "dig", "host", "nslookup", "busybox"]
 # Other network programs (tools.c's): stubbed so that nothing of theirs runs or waits in the
 # sandbox; the oracle derives no tag from them (their answers are checked by their tables).
 QUIET_STUBS = ["npm", "npx", "pnpm", "yarn", "bun", "bunx", "pip", "pip3", "pipx", "uv", "uvx",
                "poetry", "cargo", "go", "gem", "bundle", "bundler", "composer", "apt", "apt-get",
                "aptitude", "dnf", "yum", "microdnf", "apk", "brew", "docker", "podman",
                "nerdctl", "buildah", "skopeo", "helm", "aws", "gsutil", "gcloud", "az",
-               "kubectl", "twine", "hatch", "flit", "nc", "ncat", "netcat", "socat", "telnet",
-               "ftp", "lftp", "tftp", "websocat", "grpcurl", "deno", "vim", "vi", "nano",
-               "emacs", "less", "more"]
+               "kubectl", "twine", "hatch", "flit", "nc", "nc.openbsd", "nc.traditional", "ncat",
+               "netcat", "socat", "telnet", "ftp", "lftp", "tftp", "websocat", "grpcurl", "deno",
+               "vim", "vi", "nano", "emacs", "less", "more"]
 GIT_CORE = "/usr/lib/git-core"
 
 # ---- deriving the tags that really ran from a stub's argv ----------------------------------
@@ -361,7 +361,7 @@ def derive(call):
         return httpie_tags(args, stdin)
     if ident == "gh":
         return gh_tags(args)
-    if ident == "ssh":
+    if ident in ("ssh", "slogin"):
         return {"ssh:read"} if args else set()
     if ident in ("scp", "sftp"):
         return {"ssh:write"} if args else set()
