@@ -3378,9 +3378,10 @@ static int brace_seq(struct cls_ctx *c, const char *pre, size_t pl, const char *
  * `from' on: appends the words to out[*n].  -1 when it would make more than BRACE_MAX words or
  * takes a form not modelled. */
 static int brace_expand(struct cls_ctx *c, const char *s, size_t len, size_t from,
-        struct cls_word *out, size_t *n, const struct cls_word *w, int depth)
+        struct cls_word *out, size_t *n, const struct cls_word *w, int depth, unsigned *work)
 {
-	if (depth > 16)
+	/* empty alternatives make no word, so count the work too: `{,}{,}{,}...' */
+	if (depth > 16 || ++*work > 4 * BRACE_MAX)
 		return -1;
 	for (size_t i = from; i < len; i++) {
 		if (s[i] != '{')
@@ -3408,7 +3409,8 @@ static int brace_expand(struct cls_ctx *c, const char *s, size_t len, size_t fro
 			if (r == 0)
 				continue;
 			for (size_t k = 0; k < tn; k++)
-				if (brace_expand(c, tmp[k].s, tmp[k].len, i, out, n, w, depth + 1) == -1)
+				if (brace_expand(c, tmp[k].s, tmp[k].len, i, out, n, w, depth + 1,
+				            work) == -1)
 					return -1;
 			return 0;
 		}
@@ -3429,7 +3431,7 @@ static int brace_expand(struct cls_ctx *c, const char *s, size_t len, size_t fro
 				memcpy(t + i, s + a, al);
 				memcpy(t + i + al, s + j + 1, len - j - 1);
 				t[tl] = '\0';
-				if (brace_expand(c, t, tl, i, out, n, w, depth + 1) == -1)
+				if (brace_expand(c, t, tl, i, out, n, w, depth + 1, work) == -1)
 					return -1;
 				a = k + 1;
 			}
@@ -3466,7 +3468,8 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 			}
 			struct cls_word tmp[BRACE_MAX];
 			size_t tn = 0;
-			if (brace_expand(c, v[k].s, v[k].len, 0, tmp, &tn, &v[k], 0) == -1 ||
+			unsigned work = 0;
+			if (brace_expand(c, v[k].s, v[k].len, 0, tmp, &tn, &v[k], 0, &work) == -1 ||
 			        made + tn > BRACE_MAX)
 				return cls_refuse(c, v[k].off,
 				        "a brace expansion this parser does not follow: refused");
