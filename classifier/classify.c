@@ -382,6 +382,19 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 	} else if ((nul = memchr(line, '\0', len)) != NULL) {
 		cls_refuse(c, (size_t)(nul - line), "input contains a NUL byte");
 	} else {
+		/* brace expansion may be switched off somewhere on the line (set +B, set +eB, bash
+		 * +B, +o braceexpand): then no argument's braces are expanded (black-box round 8:
+		 * `set +B;git -C {a,status} push' ran git push) */
+		for (size_t i = 0; i + 1 < len && !c->brace_off; i++) {
+			if (line[i] == '+') {
+				for (size_t k = i + 1; k < len && isalpha((unsigned char)line[k]); k++)
+					if (line[k] == 'B')
+						c->brace_off = 1;
+			} else if (line[i] == 'b' && len - i >= 11 &&
+			           memcmp(line + i, "braceexpand", 11) == 0) {
+				c->brace_off = 1;
+			}
+		}
 		struct cls_cmd *list = NULL;
 		if (cls_parse(c, line, len, 0, &list) == 0) {
 			for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)

@@ -219,6 +219,8 @@ struct cls_ctx {
 	size_t ndests;
 	/* alias expansion state (shopt -s expand_aliases) */
 	int aliases_on;                           /* expand_aliases may be on */
+	int sh_mode;    /* the script being parsed is run by sh (dash), not bash */
+	int brace_off;  /* brace expansion may be switched off (set +B, +o braceexpand) */
 	int alias_any;                            /* an alias with an unknown name was defined */
 	struct cls_name *aliases;                 /* alias names defined so far */
 	/* tools.c */

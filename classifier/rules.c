@@ -775,7 +775,12 @@ static int git_run_alias(struct cls_ctx *c, const struct git_alias *a, const str
 
 int cls_rule_git(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags)
 {
-	return git_main(c, v, n, flags);
+	/* git runs the commands it is given (`!' aliases, core.pager, ...) with /bin/sh */
+	int saved = c->sh_mode;
+	c->sh_mode = 1;
+	int rc = git_main(c, v, n, flags);
+	c->sh_mode = saved;
+	return rc;
 }
 
 /* scalar (git's large-repository front end, /usr/bin/scalar): clone fetches, register and

@@ -5,6 +5,7 @@
  *
  * The parser does not evaluate anything.  It is strict where bash is lenient only in ways that
  * refuse a line (fail closed), never the other way round. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1060,6 +1061,9 @@ static int parse_dollar(struct parser *P, struct wbuf *b, unsigned *flags, int d
 {
 	size_t open = P->pos;
 	char n = at(P, P->pos + 1);
+	/* sh (dash) has no $'...' or $"...": `$' then a quoted string (black-box round 8) */
+	if ((n == '\'' || n == '"') && !dq && P->c->sh_mode)
+		return ERR(P, open, "$'...' or $\"...\" in a script sh runs: refused");
 	if (n == '\'' && !dq) {
 		P->pos += 2;
 		*flags |= CLS_W_QUOTED;
@@ -1829,6 +1833,9 @@ static int lex_word(struct parser *P, struct token *t)
 			P->pos = n1 + 1;
 			t->kind = T_AND_IF;
 		} else if (c1 == '>') {
+			/* sh (dash) reads `&' and then `>' (black-box round 8) */
+			if (P->c->sh_mode)
+				return ERR(P, P->pos, "&> in a script sh runs: refused");
 			size_t n2 = skip_cont(P, n1 + 1);
 			P->pos = at(P, n2) == '>' ? n2 + 1 : n1 + 1;
 			t->kind = T_REDIR;
@@ -1843,6 +1850,8 @@ static int lex_word(struct parser *P, struct token *t)
 			P->pos = n1 + 1;
 			t->kind = T_OR_IF;
 		} else if (c1 == '&') {
+			if (P->c->sh_mode)
+				return ERR(P, P->pos, "|& in a script sh runs: refused");
 			P->pos = n1 + 1;
 			t->kind = T_PIPE_AMP;
 		} else {
@@ -2328,9 +2337,16 @@ int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off)
 	if (d == NULL)
 		return -1;
 	size_t n = 0;
+	/* where in d an escape whose text bash puts in (\D{...}, \s, \W, ...) stands */
+	char *other = cls_alloc(c, len + 1, off);
+	if (other == NULL)
+		return -1;
+	memset(other, 0, len + 1);
 	for (size_t i = 0; i < len; i++) {
 		size_t end;
 		int v;
+		if (s[i] == '\\' && i + 1 < len && isalpha((unsigned char)s[i + 1]))
+			other[n] = 1; /* \n and \e too: a newline there ends a command */
 		if (s[i] == '\\' && i + 1 < len && s[i + 1] == '\\') {
 			d[n++] = '\\';
 			i++;
@@ -2347,6 +2363,27 @@ int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off)
 		}
 	}
 	d[n] = '\0';
+	/* such text is not quoted against `(' or `{': right after a `$', or inside a `$( )',
+	 * `${ }' or backquotes, it is code (black-box round 8: `PS4='$\D{(}git push)'' ran git
+	 * push).  The depth is counted roughly; a closing character in the text only makes it
+	 * stricter. */
+	int depth = 0, bq = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (other[i] && (depth > 0 || bq || (i > 0 && d[i - 1] == '$')))
+			return cls_refuse(c, off,
+			        "a prompt escape whose text bash puts in (\\D{...}, \\s, \\W, ...) "
+			        "after a `$' or inside a substitution: refused");
+		if (d[i] == '$' && i + 1 < n && (d[i + 1] == '(' || d[i + 1] == '{')) {
+			depth++;
+			i++;
+		} else if (d[i] == '`') {
+			bq = !bq;
+		} else if ((d[i] == ')' || d[i] == '}') && depth > 0) {
+			depth--;
+		} else if (d[i] == '(' && depth > 0) {
+			depth++;
+		}
+	}
 	if (n == len && memcmp(d, s, len) == 0)
 		return 0;
 	return cls_run_expansions(c, d, n, off);
@@ -2787,6 +2824,9 @@ static int parse_command(struct parser *P)
 		if (cls_enter(P->c, P->base + off) == -1)
 			return -1;
 		r = 1;
+		/* to sh (dash) `((' is two subshells (black-box round 8: `sh -c '((git push))'') */
+		if (at(P, P->pos) == '(' && P->c->sh_mode)
+			return ERR(P, off, "(( in a script sh runs: refused");
 		if (at(P, P->pos) == '(' && !arith_known_bad(P, off)) {
 			/* (( arithmetic )) unless it does not end that way: then nested subshells
 			 */
@@ -2844,6 +2884,9 @@ static int parse_command(struct parser *P)
 		if (r == 0)
 			consume(P);
 	} else if (is_word(t, "[[")) {
+		/* a command name to sh (dash), where `||' and `;' inside end it */
+		if (P->c->sh_mode)
+			return ERR(P, t->off, "[[ in a script sh runs: refused");
 		r = parse_dbracket(P);
 	} else if (is_word(t, "function")) {
 		consume(P);

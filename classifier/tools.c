@@ -109,7 +109,11 @@ static int run_script_word(struct cls_ctx *c, const struct cls_word *w, const ch
 {
 	if (w->flags & CLS_W_EXP)
 		return cls_refuse(c, w->off, "%s is not static", what);
-	return cls_run_script(c, w->s, w->len, w->off, 0);
+	int saved = c->sh_mode;
+	c->sh_mode = 1; /* a tool runs its command string with /bin/sh */
+	int rc = cls_run_script(c, w->s, w->len, w->off, 0);
+	c->sh_mode = saved;
+	return rc;
 }
 
 /* ---- /dev/tcp and /dev/udp -------------------------------------------------------------- */
@@ -1704,7 +1708,11 @@ static int t_npm(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned
 				text[tl++] = ' ';
 			}
 			text[tl - 1] = '\0';
-			return cls_run_script(c, text, tl - 1, v[j].off, 0);
+			int saved = c->sh_mode;
+			c->sh_mode = 1; /* run with /bin/sh */
+			int rc = cls_run_script(c, text, tl - 1, v[j].off, 0);
+			c->sh_mode = saved;
+			return rc;
 		}
 	}
 	if (word_in(verb, listing)) {

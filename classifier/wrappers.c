@@ -2294,7 +2294,30 @@ static int stdin_program(
 	return refuse_program(c, off, 0, "standard input");
 }
 
+static int w_shell_run(struct cls_ctx *c, struct run *r);
+
+/* A shell: the script is parsed as bash's, and with sh's (dash's) differences refused when the
+ * shell is not bash (black-box round 8: `sh -c ':&>x git push' ran git push, dash reading
+ * `: &' and `>x git push'). */
 static int w_shell(struct cls_ctx *c, struct run *r)
+{
+	size_t bl;
+	const char *base = word_base(&r->v[0], &bl);
+	int saved = c->sh_mode;
+	c->sh_mode = !(bl >= 4 && memcmp(base + bl - 4, "bash", 4) == 0);
+	/* bash +B or +o braceexpand switches brace expansion off in its script */
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if ((w->len > 1 && w->s[0] == '+' && memchr(w->s, 'B', w->len) != NULL) ||
+		        cls_word_is(w, "braceexpand"))
+			c->brace_off = 1;
+	}
+	int rc = w_shell_run(c, r);
+	c->sh_mode = saved;
+	return rc;
+}
+
+static int w_shell_run(struct cls_ctx *c, struct run *r)
 {
 	static const char *const lv[] = {"rcfile", "init-file", NULL};
 	static const struct cls_opts spec = {"oO", NULL, lv, 1, 0};
@@ -2575,6 +2598,19 @@ static int w_set(struct cls_ctx *c, struct run *r)
 		const struct cls_word *w = &r->v[i];
 		if ((w->flags & CLS_W_EXP) || cls_word_is(w, "posix"))
 			c->aliases_on = 1;
+	}
+	/* set +B or set +o braceexpand switches brace expansion off: the line was scanned for
+	 * it before it was parsed (a function defined earlier may run after it), so one that
+	 * the scan did not see ($'+B') is refused */
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *w = &r->v[i];
+		if ((w->len > 1 && w->s[0] == '+' && memchr(w->s, 'B', w->len) != NULL) ||
+		        cls_word_is(w, "braceexpand")) {
+			if (!c->brace_off)
+				return cls_refuse(c, w->off,
+				        "brace expansion switched off in a form not seen before the "
+				        "line ran: refused");
+		}
 	}
 	/* set -H (in any cluster), set -o histexpand or -o history, or an option that is not
 	 * static: history expansion (`!:1-$', `!!:s/pull/push/') rewrites the lines that follow
@@ -3451,7 +3487,7 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 {
 	/* bash expands braces in the arguments before the command runs (black-box round 7:
 	 * `env -S {git,push}' runs git push) */
-	for (size_t i = 1; i < n; i++) {
+	for (size_t i = 1; i < n && !c->sh_mode && !c->brace_off; i++) {
 		if ((v[i].flags & (CLS_W_BRACE | CLS_W_QUOTED | CLS_W_EXP)) != CLS_W_BRACE ||
 		        !cls_brace_expands(v[i].s, v[i].len))
 			continue;
@@ -3527,11 +3563,13 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 		if (fn != NULL || in != NULL) {
 			for (size_t i = 1; i < r.n; i++)
 				if ((r.v[i].flags & CLS_W_BRACE) &&
-				        (r.v[i].flags & (CLS_W_QUOTED | CLS_W_EXP)) &&
+				        ((r.v[i].flags & (CLS_W_QUOTED | CLS_W_EXP)) || c->sh_mode ||
+				                c->brace_off) &&
 				        cls_brace_expands(r.v[i].s, r.v[i].len)) {
 					rc = cls_refuse(c, r.v[i].off,
-					        "a brace expansion with quoted parts or expansions in an "
-					        "argument of %.*s: refused",
+					        "a brace expansion with quoted parts or expansions, or where "
+					        "brace expansion may be off (sh, set +B), in an argument of "
+					        "%.*s: refused",
 					        (int)(bl < 64 ? bl : 64), base);
 					break;
 				}
