@@ -182,6 +182,7 @@ enum cls_runhow {
 	CLS_RUN_NAME,   /* as a program found in PATH */
 	CLS_RUN_SHELL,  /* as a shell script: bash x, sh x, . x, source x */
 	CLS_RUN_INTERP, /* as an interpreter's script: python3 x.py, node x.js */
+	CLS_RUN_CODE,   /* read as code by a program not followed: make, awk -f, sed -f */
 };
 
 struct cls_filerun {

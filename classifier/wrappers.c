@@ -3008,6 +3008,10 @@ int cls_assignment(struct cls_ctx *c, const struct cls_word *w)
 			        "%.*s names a descriptor or a device: the start-up file is input the "
 			        "line gives (refused)",
 			        (int)nl, s);
+		/* a file: a shell this line starts runs it first, which matters when the line
+		 * wrote it (black-box round 9: `echo git push>x;BASH_ENV=x bash -c :') */
+		struct cls_word f = {val, vl, 0, w->off, NULL};
+		cls_note_run(c, &f, CLS_RUN_SHELL, NULL, 0, 0);
 		return 0;
 	}
 	if (nl >= 10 && memcmp(s, "BASH_FUNC_", 10) == 0)

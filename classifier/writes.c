@@ -84,8 +84,18 @@ void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
 			i++;
 		if (i == len || (len == 1 && s[0] == '-'))
 			return;
-		if (len > 5 && memcmp(s, "/dev/", 5) == 0)
-			return;
+		/* the devices, but not a file under /dev/shm or a path through /dev/.. (black-box
+		 * round 9: `echo "git push">/dev/shm/x;sh /dev/shm/x' ran git push) */
+		static const char *const dev[] = {"null", "zero", "full", "stdout", "stderr",
+		        "stdin", "tty", "console", "random", "urandom", NULL};
+		if (len > 5 && memcmp(s, "/dev/", 5) == 0 && memmem(s, len, "/..", 3) == NULL) {
+			const char *d = s + 5;
+			size_t dl = len - 5;
+			if (cls_in_list(dev, d, dl) || (dl > 3 && memcmp(d, "fd/", 3) == 0) ||
+			        (dl > 4 && (memcmp(d, "pts/", 4) == 0 || memcmp(d, "tcp/", 4) == 0 ||
+			                           memcmp(d, "udp/", 4) == 0)))
+				return;
+		}
 	}
 	if (c->nwrites == CLS_MAX_WRITES) {
 		c->writes_over = 1;
@@ -263,6 +273,71 @@ static void unpack_writes(struct cls_ctx *c, const struct cls_word *archive, uns
 	cls_note_write(c, &d, CLS_WK_COPY, archive, NULL, 0, NULL);
 }
 
+/* Programs that read code from a file: make's makefiles (-f, and Makefile, makefile,
+ * GNUmakefile), awk -f, sed -f, sqlite3 -init and .read.  One the line wrote is not followed
+ * there (black-box round 9: `echo "a:;git push">Makefile;make' ran git push). */
+static void code_file_runs(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
+        const char *b, size_t bl)
+{
+	int awk = name_is(b, bl, "awk") || name_is(b, bl, "gawk") || name_is(b, bl, "mawk") ||
+	          name_is(b, bl, "nawk");
+	int sed = name_is(b, bl, "sed") || name_is(b, bl, "gsed");
+	int make = name_is(b, bl, "make") || name_is(b, bl, "gmake");
+	int sql = name_is(b, bl, "sqlite3");
+	if (!awk && !sed && !make && !sql)
+		return;
+	if (make) {
+		static const char *const names[] = {"Makefile", "makefile", "GNUmakefile", NULL};
+		for (size_t k = 0; names[k] != NULL; k++) {
+			struct cls_word f = {names[k], strlen(names[k]), 0, v[0].off, NULL};
+			cls_note_run(c, &f, CLS_RUN_CODE, NULL, 0, flags);
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		const struct cls_word *a = &v[i];
+		struct cls_word f = *a;
+		int next = 0;
+		if (sql) {
+			if (cls_word_is(a, "-init"))
+				next = 1;
+			else if (a->len > 6 && memcmp(a->s, ".read ", 6) == 0) {
+				f.s += 6;
+				f.len -= 6;
+			} else
+				continue;
+		} else if (a->len > 7 && memcmp(a->s, "--file=", 7) == 0) {
+			f.s += 7;
+			f.len -= 7;
+		} else if (make && a->len > 11 && memcmp(a->s, "--makefile=", 11) == 0) {
+			f.s += 11;
+			f.len -= 11;
+		} else if (cls_word_is(a, "--file") || (make && cls_word_is(a, "--makefile")) ||
+		           (awk && (cls_word_is(a, "-i") || cls_word_is(a, "--include") ||
+		                           cls_word_is(a, "-E") || cls_word_is(a, "--exec")))) {
+			next = 1;
+		} else if (a->len >= 2 && a->s[0] == '-' && a->s[1] != '-') {
+			/* -f FILE, -fFILE, and a cluster ending in f (sed -nf FILE) */
+			const char *fp = memchr(a->s, 'f', a->len);
+			if (fp == NULL)
+				continue;
+			if (fp == a->s + a->len - 1) {
+				next = 1;
+			} else {
+				f.s = fp + 1;
+				f.len = (size_t)(a->s + a->len - f.s);
+			}
+		} else {
+			continue;
+		}
+		if (next) {
+			if (i + 1 >= n)
+				break;
+			f = v[++i];
+		}
+		cls_note_run(c, &f, CLS_RUN_CODE, NULL, 0, flags);
+	}
+}
+
 void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
         const struct cls_doc *doc, const char *b, size_t bl)
 {
@@ -295,6 +370,7 @@ void cls_note_command(struct cls_ctx *c, const struct cls_word *v, size_t n, uns
 		}
 		cls_note_run(c, w, CLS_RUN_NAME, NULL, 0, flags);
 	}
+	code_file_runs(c, v, n, flags, b, bl);
 	if (n < 2)
 		return;
 	switch (b[0]) {
@@ -581,6 +657,10 @@ static int follow(struct cls_ctx *c, const struct cls_filerun *r, const char *t,
 			        "program): refused");
 	}
 	struct cls_word text = {t, tl, 0, off, NULL};
+	if (r->how == CLS_RUN_CODE)
+		return cls_refuse(c, off,
+		        "a file this line wrote is read as code by a program that is not followed "
+		        "(make, awk -f, sed -f, sqlite3): refused");
 	/* the script's commands share the standard input it was run with */
 	if (r->how == CLS_RUN_SHELL)
 		return cls_run_script(c, t, tl, off, r->flags);
@@ -631,6 +711,10 @@ static int matches(const struct cls_write *w, const struct cls_filerun *r)
 	size_t wl, rl;
 	const char *wb = last_part(w->dest.s, w->dest.len, &wl);
 	const char *rb = last_part(r->file.s, r->file.len, &rl);
+	/* a glob as the file run (sh ?, . [x]) may match any file written before it (black-box
+	 * round 9) */
+	if (r->file.flags & (CLS_W_GLOB | CLS_W_BRACE))
+		return w->dest.off < r->file.off;
 	if (wl == 0 || is_mark(wb, wl) || (w->dest.flags & (CLS_W_GLOB | CLS_W_BRACE))) {
 		/* a name not static: any file run later by its path (one looked up in PATH
 		 * only by a static name) */
