@@ -387,8 +387,9 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		 * `set +B;git -C {a,status} push' ran git push) */
 		for (size_t i = 0; i + 1 < len && !c->brace_off; i++) {
 			if (line[i] == '+') {
-				for (size_t k = i + 1; k < len && isalpha((unsigned char)line[k]); k++)
-					if (line[k] == 'B')
+				size_t k = i + 1;
+				while (k < len && isalpha((unsigned char)line[k]))
+					if (line[k++] == 'B')
 						c->brace_off = 1;
 			} else if (line[i] == 'b' && len - i >= 11 &&
 			           memcmp(line + i, "braceexpand", 11) == 0) {

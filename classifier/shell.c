@@ -1724,13 +1724,13 @@ static int read_heredocs(struct parser *P)
 			}
 			/* In a substitution bash also ends the body at a line that begins with the
 			 * delimiter and holds a `)', and reads the rest of that line as commands
-			 * (black-box finding: `echo $(cat <<E<newline>E git push #)<newline>E<newline>)'
-			 * ran git push).  Refused, not modelled. */
+			 * (black-box finding: `echo $(cat <<E', `E git push #)', `E', `)' on four
+			 * lines ran git push).  Refused, not modelled. */
 			if (P->subst > 0 && le - cs > h->dlen &&
 			        memcmp(P->s + cs, h->delim, h->dlen) == 0)
 				return ERR(P, cs,
-				        "a here-document line in a substitution that begins with the "
-				        "delimiter: refused");
+				        "a here-document line in a substitution that begins with "
+				        "the delimiter: refused");
 		}
 		if (!found)
 			return ERR(P, h->doc->off - P->base,
@@ -2355,7 +2355,8 @@ int cls_run_prompt(struct cls_ctx *c, const char *s, size_t len, size_t off)
 		} else if (s[i] == '\\' && (v = prompt_octal(s, len, i + 1, &end)) != -1) {
 			if (v == -2)
 				return cls_refuse(c, off + i,
-				        "a prompt's octal escape with fewer than three digits: refused");
+				        "a prompt's octal escape with fewer than three digits: "
+				        "refused");
 			d[n++] = (char)v;
 			i = end - 1;
 		} else {

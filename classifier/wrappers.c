@@ -1852,7 +1852,8 @@ static int glob_may_name_program(const struct cls_word *w)
 {
 	static const char *const more[] = {"curl", "wget", "wget2", "git", "ssh", "scp", "sftp",
 	        "rsync", "nc", "ncat", "netcat", "socat", "telnet", "openssl", "aria2c", "ftp",
-	        "slogin", "tftp", "websocat", "python", "python3", "perl", "ruby", "node", "php", "lua",
+	        "slogin", "tftp", "websocat", "python", "python3", "perl", "ruby", "node", "php",
+	        "lua",
 	        "busybox", "toybox", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "ld.so", NULL};
 	size_t bl;
 	const char *b = word_base(w, &bl);
@@ -2608,8 +2609,8 @@ static int w_set(struct cls_ctx *c, struct run *r)
 		        cls_word_is(w, "braceexpand")) {
 			if (!c->brace_off)
 				return cls_refuse(c, w->off,
-				        "brace expansion switched off in a form not seen before the "
-				        "line ran: refused");
+				        "brace expansion switched off in a form not seen before "
+				        "the line ran: refused");
 		}
 	}
 	/* set -H (in any cluster), set -o histexpand or -o history, or an option that is not
@@ -3376,6 +3377,8 @@ static int brace_seq(struct cls_ctx *c, const char *pre, size_t pl, const char *
 		char ab[24], bb[24];
 		if (al == 0 || bl == 0 || al >= sizeof ab || bl >= sizeof bb)
 			return 0;
+		if (al > 10 || bl > 10)
+			return -1; /* a range that long is over the bound anyway */
 		memcpy(ab, s, al);
 		ab[al] = '\0';
 		memcpy(bb, b, bl);
@@ -3442,8 +3445,8 @@ static int brace_expand(struct cls_ctx *c, const char *s, size_t len, size_t fro
 			/* {X..Y} or braces bash leaves as they are, which may hold others */
 			struct cls_word tmp[BRACE_MAX];
 			size_t tn = 0;
-			int r = brace_seq(c, s, i, s + i + 1, j - i - 1, s + j + 1, len - j - 1, tmp,
-			        &tn, w);
+			int r = brace_seq(c, s, i, s + i + 1, j - i - 1, s + j + 1, len - j - 1,
+			        tmp, &tn, w);
 			if (r == -1)
 				return -1;
 			if (r == 0)
@@ -3483,6 +3486,24 @@ static int brace_expand(struct cls_ctx *c, const char *s, size_t len, size_t fro
 	if (*n >= BRACE_MAX)
 		return -1;
 	out[(*n)++] = (struct cls_word){s, len, w->flags & ~CLS_W_BRACE, w->off, NULL};
+	return 0;
+}
+
+/* An argument whose brace expansion is not known here: a word with quoted parts or
+ * expansions, or any where brace expansion may be off (sh, set +B).  Refused where the
+ * program's arguments are followed.  0 or -1. */
+static int brace_unsure(struct cls_ctx *c, const struct run *r, const char *base, size_t bl)
+{
+	for (size_t i = 1; i < r->n; i++) {
+		const struct cls_word *a = &r->v[i];
+		int unsure = (a->flags & (CLS_W_QUOTED | CLS_W_EXP)) || c->sh_mode || c->brace_off;
+		if ((a->flags & CLS_W_BRACE) && unsure && cls_brace_expands(a->s, a->len))
+			return cls_refuse(c, a->off,
+			        "a brace expansion with quoted parts or expansions, or where brace "
+			        "expansion may be off (sh, set +B), in an argument of %.*s: "
+			        "refused",
+			        (int)(bl < 64 ? bl : 64), base);
+	}
 	return 0;
 }
 
@@ -3564,21 +3585,9 @@ int cls_run_cmd(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned 
 		 * parser cannot read (`eval {git\ push,}', `git ls-remote
 		 * {--upload-pack=git\ push,} x', black-box round 7): refused where the program's
 		 * arguments are followed */
-		if (fn != NULL || in != NULL) {
-			for (size_t i = 1; i < r.n; i++)
-				if ((r.v[i].flags & CLS_W_BRACE) &&
-				        ((r.v[i].flags & (CLS_W_QUOTED | CLS_W_EXP)) || c->sh_mode ||
-				                c->brace_off) &&
-				        cls_brace_expands(r.v[i].s, r.v[i].len)) {
-					rc = cls_refuse(c, r.v[i].off,
-					        "a brace expansion with quoted parts or expansions, or where "
-					        "brace expansion may be off (sh, set +B), in an argument of "
-					        "%.*s: refused",
-					        (int)(bl < 64 ? bl : 64), base);
-					break;
-				}
-			if (rc != 0)
-				break;
+		if ((fn != NULL || in != NULL) && brace_unsure(c, &r, base, bl) == -1) {
+			rc = -1;
+			break;
 		}
 		if (fn == NULL) {
 			/* an interpreter whose program is not static is refused first (issue 12

@@ -91,9 +91,10 @@ void cls_note_write(struct cls_ctx *c, const struct cls_word *dest, int kind,
 		if (len > 5 && memcmp(s, "/dev/", 5) == 0 && memmem(s, len, "/..", 3) == NULL) {
 			const char *d = s + 5;
 			size_t dl = len - 5;
-			if (cls_in_list(dev, d, dl) || (dl > 3 && memcmp(d, "fd/", 3) == 0) ||
-			        (dl > 4 && (memcmp(d, "pts/", 4) == 0 || memcmp(d, "tcp/", 4) == 0 ||
-			                           memcmp(d, "udp/", 4) == 0)))
+			int sub = dl > 4 && (memcmp(d, "pts/", 4) == 0 ||
+			                            memcmp(d, "tcp/", 4) == 0 ||
+			                            memcmp(d, "udp/", 4) == 0);
+			if (cls_in_list(dev, d, dl) || (dl > 3 && memcmp(d, "fd/", 3) == 0) || sub)
 				return;
 		}
 	}
