@@ -385,17 +385,15 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		/* brace expansion may be switched off somewhere on the line (set +B, set +eB, bash
 		 * +B, +o braceexpand): then no argument's braces are expanded (black-box round 8:
 		 * `set +B;git -C {a,status} push' ran git push) */
-		for (size_t i = 0; i + 1 < len && !c->brace_off; i++) {
-			if (line[i] == '+') {
-				size_t k = i + 1;
-				while (k < len && isalpha((unsigned char)line[k]))
-					if (line[k++] == 'B')
-						c->brace_off = 1;
-			} else if (line[i] == 'b' && len - i >= 11 &&
-			           memcmp(line + i, "braceexpand", 11) == 0) {
-				c->brace_off = 1;
-			}
+		for (const char *p = memchr(line, '+', len); p != NULL && !c->brace_off;
+		        p = memchr(p, '+', (size_t)(line + len - p))) {
+			p++;
+			while (p < line + len && isalpha((unsigned char)*p))
+				if (*p++ == 'B')
+					c->brace_off = 1;
 		}
+		if (memmem(line, len, "braceexpand", 11) != NULL)
+			c->brace_off = 1;
 		struct cls_cmd *list = NULL;
 		if (cls_parse(c, line, len, 0, &list) == 0) {
 			for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)

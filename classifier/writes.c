@@ -280,6 +280,8 @@ static void unpack_writes(struct cls_ctx *c, const struct cls_word *archive, uns
 static void code_file_runs(struct cls_ctx *c, const struct cls_word *v, size_t n, unsigned flags,
         const char *b, size_t bl)
 {
+	if (bl < 3 || bl > 7 || !strchr("agmns", b[0]))
+		return; /* none of these names */
 	int awk = name_is(b, bl, "awk") || name_is(b, bl, "gawk") || name_is(b, bl, "mawk") ||
 	          name_is(b, bl, "nawk");
 	int sed = name_is(b, bl, "sed") || name_is(b, bl, "gsed");
