@@ -246,6 +246,21 @@ static int alias_ran(const struct cls_ctx *c)
 	return 0;
 }
 
+/* Runs one command of a list.  An asynchronous command reads /dev/null rather than the
+ * standard input it would inherit, unless job control is on (set -m): it runs both ways
+ * (oracle fuzz finding: `echo x > >(http x.test &)' sent no body, http:read, and was
+ * http:write). */
+static int run_listed(struct cls_ctx *c, const struct cls_cmd *cmd, unsigned inherit)
+{
+	const unsigned in_flags = CLS_C_PIPED | CLS_C_STDIN | CLS_C_DLIN;
+	unsigned f = cmd->flags | inherit;
+	if (cls_run_cmd(c, cmd->argv, cmd->argc, f, cmd->doc) == -1)
+		return -1;
+	if ((f & CLS_C_ASYNC) && (f & in_flags))
+		return cls_run_cmd(c, cmd->argv, cmd->argc, f & ~in_flags, NULL);
+	return 0;
+}
+
 int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, unsigned inherit)
 {
 	struct cls_cmd *list = NULL;
@@ -254,14 +269,9 @@ int cls_run_script(struct cls_ctx *c, const char *src, size_t len, size_t base, 
 	if (cls_enter(c, base) == -1 || cls_parse(c, src, len, base, &list) == -1)
 		return -1;
 	c->scripts++; /* another shell, or later: the line's variables may differ there */
-	for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next) {
-		/* an asynchronous command reads /dev/null, not the script's standard input */
-		unsigned in = inherit;
-		if (cmd->flags & CLS_C_ASYNC)
-			in &= ~(unsigned)(CLS_C_PIPED | CLS_C_STDIN | CLS_C_DLIN);
-		if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags | in, cmd->doc) == -1)
+	for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
+		if (run_listed(c, cmd, inherit) == -1)
 			return -1;
-	}
 	c->scripts--;
 	cls_leave(c);
 	return 0;
@@ -397,8 +407,7 @@ int cls_classify(const char *line, size_t len, struct cls_result *result)
 		struct cls_cmd *list = NULL;
 		if (cls_parse(c, line, len, 0, &list) == 0) {
 			for (struct cls_cmd *cmd = list; cmd != NULL; cmd = cmd->next)
-				if (cls_run_cmd(c, cmd->argv, cmd->argc, cmd->flags, cmd->doc) ==
-				        -1)
+				if (run_listed(c, cmd, 0) == -1)
 					break;
 			/* the files it wrote and ran, once everything that writes one is known */
 			if (!c->refused)
