@@ -646,8 +646,21 @@ static int is_scanned(const char *b, size_t bl)
 	return name_is(b, bl, "node") || name_is(b, bl, "nodejs");
 }
 
-/* Follows text t, written by the line, as the file run r runs it.  0 or -1. */
+static int follow_as(struct cls_ctx *c, const struct cls_filerun *r, const char *t, size_t tl);
+
+/* Follows text t, written by the line, as the file run r runs it.  0 or -1.  The shell that
+ * runs it may be sh (dash): its script is read with sh's differences refused (`echo
+ * ':&>y git push' > x; sh x' ran git push). */
 static int follow(struct cls_ctx *c, const struct cls_filerun *r, const char *t, size_t tl)
+{
+	int saved = c->sh_mode;
+	c->sh_mode = 1;
+	int rc = follow_as(c, r, t, tl);
+	c->sh_mode = saved;
+	return rc;
+}
+
+static int follow_as(struct cls_ctx *c, const struct cls_filerun *r, const char *t, size_t tl)
 {
 	size_t off = r->file.off;
 	if (++c->followed > 16)
